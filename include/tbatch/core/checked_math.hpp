@@ -1,0 +1,25 @@
+#pragma once
+// Overflow-checked size arithmetic: every size computed from user input goes through here.
+
+#include "tbatch/core/config.hpp"
+#include "tbatch/core/errors.hpp"
+
+namespace tbatch::detail {
+
+/// a * b for non-negative sizes; ShapeError naming `function` when the product overflows.
+inline index_t checked_mul(index_t a, index_t b, const char* function) {
+  index_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product))
+    fail<ShapeError>(function, "size ", a, " * ", b, " overflows a 64-bit index");
+  return product;
+}
+
+/// a + b; ShapeError naming `function` when the sum overflows.
+inline index_t checked_add(index_t a, index_t b, const char* function) {
+  index_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum))
+    fail<ShapeError>(function, "size ", a, " + ", b, " overflows a 64-bit index");
+  return sum;
+}
+
+}  // namespace tbatch::detail

@@ -1,0 +1,75 @@
+#pragma once
+// The tbatch exception hierarchy and the helper that builds its messages.
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tbatch {
+
+/// Base of every exception tbatch throws for bad input.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+/// A shape, rank or size does not fit what the function needs.
+class ShapeError : public Error {
+ public:
+  using Error::Error;
+};
+/// An index or dim is outside its valid range.
+class IndexError : public Error {
+ public:
+  using Error::Error;
+};
+/// An argument has a value the function does not accept (mode, step, pad ...).
+class ValueError : public Error {
+ public:
+  using Error::Error;
+};
+/// An element type does not match what was expected.
+class TypeError : public Error {
+ public:
+  using Error::Error;
+};
+/// A key is missing from (or already present in) a TensorDict.
+class KeyError : public Error {
+ public:
+  using Error::Error;
+};
+
+namespace detail {
+
+/// Streams every argument into one string: the building block of every error message.
+template <class... Parts>
+std::string concat(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+/// Prints a list of values as "[a, b, c]" inside error messages.
+template <class V>
+struct Listed {
+  const std::vector<V>& values;
+  friend std::ostream& operator<<(std::ostream& out, const Listed& l) {
+    out << '[';
+    for (std::size_t i = 0; i < l.values.size(); ++i) out << (i ? ", " : "") << l.values[i];
+    return out << ']';
+  }
+};
+template <class V>
+Listed<V> listed(const std::vector<V>& values) {
+  return Listed<V>{values};
+}
+
+/// Throws `E` whose message is "<function>: <parts...>".
+template <class E, class... Parts>
+[[noreturn]] void fail(const char* function, const Parts&... parts) {
+  throw E(concat(function, ": ", parts...));
+}
+
+}  // namespace detail
+}  // namespace tbatch

@@ -1,0 +1,51 @@
+#pragma once
+// Storage<T>: a shared, Eigen-allocated (aligned) buffer of elements.
+
+#include <Eigen/Core>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+#include "tbatch/core/checked_math.hpp"
+#include "tbatch/core/config.hpp"
+
+namespace tbatch {
+
+/// An aligned buffer of `size()` elements, owned by whoever holds the shared_ptr to it.
+/// Allocated with Eigen's aligned allocator so Eigen maps over it can use aligned loads.
+template <class T>
+class Storage {
+  static_assert(std::is_trivially_copyable_v<T>, "tbatch elements are trivially copyable");
+
+ public:
+  /// Uninitialised storage for `size` elements.
+  static std::shared_ptr<Storage> allocate(index_t size) {
+    const index_t bytes = detail::checked_mul(size, index_t(sizeof(T)), "Storage::allocate");
+    return std::shared_ptr<Storage>(new Storage(bytes, size));
+  }
+  /// Zero-initialised storage (all-bits-zero is 0 for every supported type).
+  static std::shared_ptr<Storage> allocate_zeroed(index_t size) {
+    auto storage = allocate(size);
+    if (size > 0) std::memset(static_cast<void*>(storage->data_), 0, size * sizeof(T));
+    return storage;
+  }
+
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage() { Eigen::internal::aligned_free(data_); }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  index_t size() const { return size_; }
+
+ private:
+  Storage(index_t bytes, index_t size)
+      : data_(static_cast<T*>(Eigen::internal::aligned_malloc(bytes > 0 ? bytes : 1))),
+        size_(size) {}
+
+  T* data_;
+  index_t size_;
+};
+
+}  // namespace tbatch

@@ -1,0 +1,265 @@
+#pragma once
+// Tensor<T>: a shared, Eigen-allocated buffer plus a layout. Copies share the buffer (as
+// torch::Tensor and cv::Mat); clone() copies the data.
+
+#include <Eigen/Core>
+#include <cmath>
+#include <initializer_list>
+#include <memory>
+#include <ostream>
+#include <type_traits>
+#include <vector>
+
+#include "tbatch/core/dtype.hpp"
+#include "tbatch/core/errors.hpp"
+#include "tbatch/core/shape.hpp"
+#include "tbatch/core/storage.hpp"
+#include "tbatch/view/engine.hpp"
+#include "tbatch/view/index_types.hpp"
+#include "tbatch/view/layout.hpp"
+#include "tbatch/view/strided_view.hpp"
+#include "tbatch/view/view_methods.hpp"
+
+namespace tbatch {
+
+class TensorIndex;
+
+/// An n-d array of T (any of the twelve element types) with runtime rank.
+template <class T>
+class Tensor : public ViewMethods<Tensor<T>> {
+  static_assert(Element<T> && !std::is_const_v<T>,
+                "Tensor<T>: T must be one of tbatch's (non-const) element types");
+
+ public:
+  using value_type = T;
+  using ViewMethods<Tensor<T>>::numel;
+  using ViewMethods<Tensor<T>>::shape;
+
+  /// An empty tensor of shape {0}.
+  Tensor() : Tensor(Shape{0}) {}
+  /// A zero-filled tensor.
+  explicit Tensor(Shape shape)
+      : storage_(Storage<T>::allocate_zeroed(shape.numel())),
+        layout_(layout::contiguous(std::move(shape))) {}
+  /// A tensor with every element `fill`.
+  Tensor(Shape shape, T fill_value) : Tensor(empty(std::move(shape))) {
+    tbatch::fill(view(), fill_value);
+  }
+  /// A tensor holding `values` in row-major order; ShapeError if the count differs.
+  Tensor(Shape shape, const std::vector<T>& values) : Tensor(empty(std::move(shape))) {
+    if (static_cast<index_t>(values.size()) != numel())
+      detail::fail<ShapeError>("Tensor", "got ", values.size(), " values for shape ", this->shape(),
+                               ", which holds ", numel(), " elements");
+    std::copy(values.begin(), values.end(), data());
+  }
+
+  /// An uninitialised contiguous tensor (for outputs that are fully written next).
+  static Tensor empty(Shape shape) {
+    const index_t n = shape.numel();
+    return Tensor(Storage<T>::allocate(n), layout::contiguous(std::move(shape)));
+  }
+  static Tensor zeros(Shape shape) { return Tensor(std::move(shape)); }
+  static Tensor full(Shape shape, T value) { return Tensor(std::move(shape), value); }
+  /// 0, 1, ..., n-1 as T, shape {n}.
+  static Tensor arange(index_t n) {
+    if (n < 0) detail::fail<ShapeError>("arange", "n ", n, " must be >= 0");
+    Tensor out = empty(Shape{n});
+    for (index_t i = 0; i < n; ++i) out.data()[i] = static_cast<T>(i);
+    return out;
+  }
+  /// A contiguous copy of a view of memory the caller owns.
+  static Tensor from_view(StridedView<const T> source) {
+    Tensor out = empty(source.shape());
+    tbatch::copy(source, out.view());
+    return out;
+  }
+  /// Copy of a 2-d Eigen expression, row-major.
+  template <class Derived>
+  static Tensor from_eigen(const Eigen::DenseBase<Derived>& m) {
+    Tensor out = empty(Shape{m.rows(), m.cols()});
+    out.matrix() = m.derived().template cast<T>();
+    return out;
+  }
+
+  /// Pointer to the first element of this view.
+  T* data() { return storage_->data() + layout_.offset; }
+  const T* data() const { return storage_->data() + layout_.offset; }
+  index_t offset() const { return layout_.offset; }
+  /// True when both tensors view the same buffer.
+  bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+  /// The shared buffer itself (for wrappers such as TensorDict that track ownership).
+  const std::shared_ptr<Storage<T>>& storage() const { return storage_; }
+
+  StridedView<T> view() { return StridedView<T>(storage_->data(), layout_); }
+  StridedView<const T> view() const { return StridedView<const T>(storage_->data(), layout_); }
+
+  /// Values in row-major order.
+  std::vector<T> to_vector() const {
+    const Tensor dense = contiguous();
+    return std::vector<T>(dense.data(), dense.data() + dense.numel());
+  }
+  /// A contiguous copy that shares nothing with this tensor.
+  Tensor clone() const { return from_view(view()); }
+  /// This tensor if already contiguous, else a contiguous copy.
+  Tensor contiguous() const { return this->is_contiguous() ? *this : clone(); }
+
+  /// Contiguous tensors as a flat Eigen array.
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> flat() {
+    require_contiguous("flat");
+    return {data(), numel()};
+  }
+  Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> flat() const {
+    require_contiguous("flat");
+    return {data(), numel()};
+  }
+  using MatrixMap =
+      Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
+                 Eigen::OuterStride<>>;
+  using ConstMatrixMap =
+      Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
+                 Eigen::OuterStride<>>;
+  /// Rank-2 tensors with unit column stride as a row-major Eigen matrix (rows may be strided).
+  MatrixMap matrix() {
+    require_matrix();
+    return {data(), this->size(0), this->size(1), Eigen::OuterStride<>(row_stride())};
+  }
+  ConstMatrixMap matrix() const {
+    require_matrix();
+    return {data(), this->size(0), this->size(1), Eigen::OuterStride<>(row_stride())};
+  }
+
+  /// Indexing with torch semantics: integers, Slice, Ellipsis, NewAxis (views); integer index
+  /// tensors and boolean masks (copies). Defined in view/indexing.hpp.
+  Tensor index(std::initializer_list<TensorIndex> indices) const;
+  /// Writes `value` (broadcast to the indexed shape) into the indexed elements.
+  void index_put(std::initializer_list<TensorIndex> indices, const Tensor& value);
+  /// Sets the indexed elements to `value`.
+  void index_fill(std::initializer_list<TensorIndex> indices, T value);
+
+  // Hooks for ViewMethods.
+  const Layout& layout() const { return layout_; }
+  Tensor with_layout(Layout l) const { return Tensor(storage_, std::move(l)); }
+  T* element_pointer() { return storage_->data(); }
+  const T* element_pointer() const { return storage_->data(); }
+  Tensor copy_reshaped(const Shape& shape) const {
+    Tensor out = clone();
+    out.layout_ = layout::contiguous(shape);
+    return out;
+  }
+
+ private:
+  Tensor(std::shared_ptr<Storage<T>> storage, Layout l)
+      : storage_(std::move(storage)), layout_(std::move(l)) {}
+
+  void require_contiguous(const char* function) const {
+    if (!this->is_contiguous())
+      detail::fail<ValueError>(function, "needs a contiguous tensor, got strides ",
+                               detail::listed(layout_.strides), " for shape ", this->shape(),
+                               "; call contiguous() first");
+  }
+  void require_matrix() const {
+    if (this->dim() != 2)
+      detail::fail<ShapeError>("matrix", "needs a rank-2 tensor, got shape ", this->shape());
+    if (this->size(1) > 1 && layout_.strides[1] != 1)
+      detail::fail<ValueError>("matrix", "needs unit column stride, got strides ",
+                               detail::listed(layout_.strides), "; call contiguous() first");
+    if (this->size(0) > 1 && layout_.strides[0] < this->size(1))
+      detail::fail<ValueError>("matrix", "needs rows that do not overlap, got strides ",
+                               detail::listed(layout_.strides));
+  }
+  index_t row_stride() const { return this->size(0) > 1 ? layout_.strides[0] : this->size(1); }
+
+  std::shared_ptr<Storage<T>> storage_;
+  Layout layout_;
+};
+
+namespace detail {
+/// Widens an element for comparison and printing (half, bfloat16 -> float; int8 -> int).
+template <class T>
+auto widen(T value) {
+  if constexpr (std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>)
+    return static_cast<float>(value);
+  else if constexpr (std::is_same_v<T, bool>)
+    return value;
+  else if constexpr (std::is_integral_v<T>)
+    return static_cast<std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>>(value);
+  else
+    return value;
+}
+}  // namespace detail
+
+/// Same shape and equal values (NaN never equals anything, as torch.equal).
+template <class T>
+bool operator==(const Tensor<T>& a, const Tensor<T>& b) {
+  if (!(a.shape() == b.shape())) return false;
+  bool equal = true;
+  for_each([&](const T& x, const T& y) { equal = equal && detail::widen(x) == detail::widen(y); },
+           a.view(), b.view());
+  return equal;
+}
+template <class T>
+bool operator!=(const Tensor<T>& a, const Tensor<T>& b) {
+  return !(a == b);
+}
+
+/// Same shape and |a - b| <= atol + rtol * |b| everywhere (NaN is never close).
+template <class T>
+bool allclose(const Tensor<T>& a, const Tensor<T>& b, double rtol = 1e-5, double atol = 1e-8) {
+  if (!(a.shape() == b.shape())) return false;
+  bool close = true;
+  for_each(
+      [&](const T& x, const T& y) {
+        const double dx = static_cast<double>(detail::widen(x));
+        const double dy = static_cast<double>(detail::widen(y));
+        close = close && std::abs(dx - dy) <= atol + rtol * std::abs(dy);
+      },
+      a.view(), b.view());
+  return close;
+}
+
+namespace detail {
+inline constexpr index_t print_threshold = 1000;  // elide above this many elements, as numpy
+inline constexpr index_t print_edge = 3;          // elements kept at each end of an elided dim
+
+template <class T>
+void print_block(std::ostream& out, const StridedView<const T>& v, bool elide, int indent) {
+  if (v.dim() == 0) {
+    if constexpr (std::is_same_v<T, bool>)
+      out << (*v.data() ? "true" : "false");
+    else
+      out << widen(*v.data());
+    return;
+  }
+  const index_t n = v.size(0);
+  out << '[';
+  for (index_t i = 0; i < n; ++i) {
+    if (elide && n > 2 * print_edge && i == print_edge) {
+      out << "...";
+      i = n - print_edge - 1;
+      out << (v.dim() > 1 ? ",\n" + std::string(indent + 1, ' ') : ", ");
+      continue;
+    }
+    print_block(out, v.select(0, i), elide, indent + 1);
+    if (i + 1 < n) {
+      out << ',';
+      if (v.dim() > 1)
+        out << std::string(v.dim() - 1, '\n') << std::string(indent + 1, ' ');
+      else
+        out << ' ';
+    }
+  }
+  out << ']';
+}
+}  // namespace detail
+
+/// numpy-like text: "tensor([[1, 2], [3, 4]], dtype=int32)"; large tensors are elided.
+template <class T>
+std::ostream& operator<<(std::ostream& out, const Tensor<T>& t) {
+  out << "tensor(";
+  detail::print_block(out, t.view(), t.numel() > detail::print_threshold, 7);
+  return out << ", shape=" << t.shape() << ", dtype=" << dtype_name_of<T> << ')';
+}
+
+}  // namespace tbatch
+
+#include "tbatch/view/indexing.hpp"

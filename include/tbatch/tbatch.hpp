@@ -1,0 +1,18 @@
+#pragma once
+// Umbrella header: everything public in tbatch.
+
+#include "tbatch/version.hpp"
+
+#include "tbatch/core/config.hpp"
+#include "tbatch/core/dtype.hpp"
+#include "tbatch/core/eigen_tensor.hpp"
+#include "tbatch/core/errors.hpp"
+#include "tbatch/core/shape.hpp"
+#include "tbatch/core/storage.hpp"
+#include "tbatch/core/tensor.hpp"
+
+#include "tbatch/view/engine.hpp"
+#include "tbatch/view/index_types.hpp"
+#include "tbatch/view/indexing.hpp"
+#include "tbatch/view/layout.hpp"
+#include "tbatch/view/strided_view.hpp"

@@ -1,0 +1,5 @@
+#pragma once
+
+#define TBATCH_VERSION_MAJOR 0
+#define TBATCH_VERSION_MINOR 1
+#define TBATCH_VERSION_PATCH 0

@@ -1,0 +1,326 @@
+#pragma once
+// The copy/fill/for-each engine. It plans a walk over several same-shaped strided views (drops
+// size-1 dims, orders dims by the destination's strides, merges dims that are contiguous
+// together) and hands kernels innermost runs. This file holds tbatch's only N-d index walk.
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tbatch/view/strided_view.hpp"
+
+namespace tbatch {
+namespace detail {
+
+/// A walk over N operands: `sizes` (merged dims; the last one is the run) and each operand's
+/// strides for those dims. numel == 0 means there is nothing to visit.
+template <std::size_t N>
+struct RunPlan {
+  std::vector<index_t> sizes;
+  std::array<std::vector<index_t>, N> strides;
+  index_t numel = 0;
+
+  index_t run_length() const { return sizes.back(); }
+  index_t inner_stride(std::size_t k) const { return strides[k].back(); }
+};
+
+/// Plans the walk over operands that share `shape`; operand 0 (the destination) decides the
+/// visiting order, later operands break its ties and its broadcast (stride-0) dims.
+template <std::size_t N>
+RunPlan<N> plan_runs(const Shape& shape, const std::array<const std::vector<index_t>*, N>& strides) {
+  RunPlan<N> plan;
+  plan.numel = shape.numel();
+  if (plan.numel == 0) return plan;
+  std::vector<std::size_t> dims;
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1) dims.push_back(d);
+  // true when dim a should be visited outside dim b (it has the larger stride).
+  auto outer_than = [&](std::size_t a, std::size_t b) {
+    for (std::size_t k = 0; k < N; ++k) {
+      const index_t sa = std::abs((*strides[k])[a]), sb = std::abs((*strides[k])[b]);
+      if (sa == 0 || sb == 0) continue;
+      if (sa != sb) return sa > sb;
+    }
+    return false;
+  };
+  for (std::size_t i = 1; i < dims.size(); ++i)  // stable insertion sort, outermost first
+    for (std::size_t j = i; j > 0 && outer_than(dims[j], dims[j - 1]); --j)
+      std::swap(dims[j], dims[j - 1]);
+  for (std::size_t d : dims) {
+    const index_t size = shape[d];
+    bool merges = !plan.sizes.empty();
+    for (std::size_t k = 0; k < N && merges; ++k)
+      merges = plan.strides[k].back() == (*strides[k])[d] * size;
+    if (merges) {
+      plan.sizes.back() *= size;
+      for (std::size_t k = 0; k < N; ++k) plan.strides[k].back() = (*strides[k])[d];
+    } else {
+      plan.sizes.push_back(size);
+      for (std::size_t k = 0; k < N; ++k) plan.strides[k].push_back((*strides[k])[d]);
+    }
+  }
+  if (plan.sizes.empty()) {  // a single element
+    plan.sizes.push_back(1);
+    for (auto& s : plan.strides) s.push_back(0);
+  }
+  return plan;
+}
+
+/// Visits every run of `plan`: calls visit(offsets) with each operand's element offset of the
+/// run's first element (added to `origin`). Outer dims are walked as an odometer.
+template <std::size_t N, class Visit>
+void walk_runs(const RunPlan<N>& plan, std::array<index_t, N> origin, Visit&& visit) {
+  if (plan.numel == 0) return;
+  const std::size_t outer = plan.sizes.size() - 1;
+  std::vector<index_t> counter(outer, 0);
+  std::array<index_t, N> offsets = origin;
+  while (true) {
+    visit(offsets);
+    std::size_t d = outer;
+    while (d > 0) {
+      --d;
+      for (std::size_t k = 0; k < N; ++k) offsets[k] += plan.strides[k][d];
+      if (++counter[d] < plan.sizes[d]) break;
+      for (std::size_t k = 0; k < N; ++k) offsets[k] -= plan.strides[k][d] * plan.sizes[d];
+      counter[d] = 0;
+      if (d == 0) return;
+    }
+    if (outer == 0) return;
+  }
+}
+
+template <class V, class... Vs>
+void check_same_shapes(const char* function, const V& first, const Vs&... rest) {
+  [[maybe_unused]] auto check = [&](const auto& view) {
+    if (!(view.shape() == first.shape()))
+      fail<ShapeError>(function, "operand shape ", view.shape(), " does not match shape ",
+                       first.shape());
+  };
+  (check(rest), ...);
+}
+
+/// Plans a walk over `views` (same shapes required) and calls
+/// fn(run_length, inner_strides, run_start_pointers...) per innermost run.
+template <class Fn, class... Ts>
+void for_each_run(const char* function, Fn&& fn, const StridedView<Ts>&... views) {
+  constexpr std::size_t N = sizeof...(Ts);
+  check_same_shapes(function, views...);
+  const auto& shape = std::get<0>(std::forward_as_tuple(views...)).shape();
+  const RunPlan<N> plan = plan_runs<N>(shape, {&views.strides()...});
+  std::array<index_t, N> inner;
+  for (std::size_t k = 0; k < N; ++k) inner[k] = plan.inner_stride(k);
+  const index_t length = plan.run_length();
+  walk_runs(plan, std::array<index_t, N>{}, [&](const std::array<index_t, N>& offsets) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      fn(length, inner, (views.data() + offsets[I])...);
+    }(std::make_index_sequence<N>{});
+  });
+}
+
+/// Address range [lo, hi] of the bytes a view touches.
+template <class T>
+std::pair<const char*, const char*> byte_extent(const StridedView<T>& v) {
+  const char* lo = reinterpret_cast<const char*>(v.data());
+  const char* hi = lo;
+  for (index_t d = 0; d < v.dim(); ++d) {
+    const index_t reach = (v.shape()[d] - 1) * v.strides()[d] * index_t(sizeof(T));
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return {lo, hi + sizeof(T)};
+}
+
+template <class S, class D>
+bool may_overlap(const StridedView<S>& src, const StridedView<D>& dst) {
+  if (src.numel() == 0 || dst.numel() == 0) return false;
+  auto [slo, shi] = byte_extent(src);
+  auto [dlo, dhi] = byte_extent(dst);
+  return slo < dhi && dlo < shi;
+}
+
+/// Copies one 2-d block set where the source is contiguous along rows and the destination
+/// along columns, in cache-sized tiles so neither side strides through memory.
+template <class S, class D>
+void copy_tiled(const S* src, index_t src_row, index_t src_col, D* dst, index_t dst_row,
+                index_t dst_col, index_t rows, index_t cols) {
+  constexpr index_t tile = 32;
+  for (index_t r0 = 0; r0 < rows; r0 += tile) {
+    const index_t r1 = std::min(rows, r0 + tile);
+    for (index_t c0 = 0; c0 < cols; c0 += tile) {
+      const index_t c1 = std::min(cols, c0 + tile);
+      for (index_t r = r0; r < r1; ++r)
+        for (index_t c = c0; c < c1; ++c)
+          dst[r * dst_row + c * dst_col] = static_cast<D>(src[r * src_row + c * src_col]);
+    }
+  }
+}
+
+/// The dim to tile against the run when the source is strided along the run but contiguous
+/// along another dim (a transposed copy); -1 when a plain walk is already cache-friendly.
+template <std::size_t N>
+index_t transposed_dim(const RunPlan<N>& plan) {
+  constexpr index_t min_tile_extent = 8;
+  const std::size_t run = plan.sizes.size() - 1;
+  const index_t src_inner = std::abs(plan.strides[1][run]);
+  if (run == 0 || src_inner <= 1 || plan.sizes[run] < min_tile_extent) return -1;
+  index_t best = -1;
+  for (std::size_t d = 0; d < run; ++d) {
+    const index_t s = std::abs(plan.strides[1][d]);
+    if (s < src_inner && plan.sizes[d] >= min_tile_extent &&
+        (best < 0 || s < std::abs(plan.strides[1][best])))
+      best = static_cast<index_t>(d);
+  }
+  return best;
+}
+
+template <class S, class D>
+void copy_planned(const StridedView<const S>& src, const StridedView<D>& dst) {
+  RunPlan<2> plan = plan_runs<2>(dst.shape(), {&dst.strides(), &src.strides()});
+  if (plan.numel == 0) return;
+  const index_t tile_dim = transposed_dim(plan);
+  if (tile_dim >= 0) {
+    // Walk every dim but the tiled pair; each visit copies one rows x cols block in tiles.
+    const std::size_t run = plan.sizes.size() - 1;
+    const index_t rows = plan.sizes[tile_dim], cols = plan.sizes[run];
+    const index_t src_row = plan.strides[1][tile_dim], src_col = plan.strides[1][run];
+    const index_t dst_row = plan.strides[0][tile_dim], dst_col = plan.strides[0][run];
+    RunPlan<2> outer;
+    outer.numel = plan.numel / (rows * cols);
+    for (std::size_t d = 0; d < run; ++d) {
+      if (static_cast<index_t>(d) == tile_dim) continue;
+      outer.sizes.push_back(plan.sizes[d]);
+      for (std::size_t k = 0; k < 2; ++k) outer.strides[k].push_back(plan.strides[k][d]);
+    }
+    outer.sizes.push_back(1);
+    for (auto& s : outer.strides) s.push_back(0);
+    walk_runs(outer, {0, 0}, [&](const std::array<index_t, 2>& at) {
+      copy_tiled(src.data() + at[1], src_row, src_col, dst.data() + at[0], dst_row, dst_col, rows,
+                 cols);
+    });
+    return;
+  }
+  const index_t length = plan.run_length();
+  const index_t dst_inner = plan.inner_stride(0), src_inner = plan.inner_stride(1);
+  walk_runs(plan, {0, 0}, [&](const std::array<index_t, 2>& at) {
+    D* out = dst.data() + at[0];
+    const S* in = src.data() + at[1];
+    if constexpr (std::is_same_v<S, D>) {
+      if (dst_inner == 1 && src_inner == 1) {
+        std::memcpy(static_cast<void*>(out), in, length * sizeof(D));
+        return;
+      }
+    }
+    if (dst_inner == 1 && src_inner == 1) {
+      for (index_t i = 0; i < length; ++i) out[i] = static_cast<D>(in[i]);
+    } else if (dst_inner == 1 && src_inner == 0) {
+      std::fill_n(out, length, static_cast<D>(*in));
+    } else {
+      for (index_t i = 0; i < length; ++i)
+        out[i * dst_inner] = static_cast<D>(in[i * src_inner]);
+    }
+  });
+}
+
+}  // namespace detail
+
+/// Copies `src` into `dst` element by element (converting with static_cast when the types
+/// differ). Shapes must match (ShapeError); expand() the source to broadcast. Overlapping
+/// source and destination are handled by copying through a temporary.
+template <class S, class D>
+void copy(StridedView<const S> src, StridedView<D> dst) {
+  static_assert(!std::is_const_v<D>, "copy: the destination view must be writable");
+  if (!(src.shape() == dst.shape()))
+    detail::fail<ShapeError>("copy", "source shape ", src.shape(),
+                             " does not match destination shape ", dst.shape());
+  if (detail::may_overlap(src, dst)) {
+    const index_t n = src.numel();
+    const auto staging = std::make_unique<S[]>(static_cast<std::size_t>(n));
+    StridedView<S> staged(staging.get(), src.shape());
+    detail::copy_planned<S, S>(src, staged);
+    detail::copy_planned<S, D>(StridedView<const S>(staged), dst);
+    return;
+  }
+  detail::copy_planned<S, D>(src, dst);
+}
+template <class S, class D>
+  requires(!std::is_const_v<S>)
+void copy(StridedView<S> src, StridedView<D> dst) {
+  copy(StridedView<const S>(src), dst);
+}
+
+/// Sets every element of `dst` to `value`.
+template <class T>
+void fill(StridedView<T> dst, std::type_identity_t<T> value) {
+  detail::for_each_run(
+      "fill",
+      [&](index_t n, const std::array<index_t, 1>& stride, T* out) {
+        if (stride[0] == 1) {
+          std::fill_n(out, n, value);
+        } else {
+          for (index_t i = 0; i < n; ++i) out[i * stride[0]] = value;
+        }
+      },
+      dst);
+}
+
+/// Calls fn(a, b, ...) on corresponding elements of same-shaped views (ShapeError otherwise).
+/// Elements are passed by reference, so fn may write through non-const views.
+template <class Fn, class... Ts>
+void for_each(Fn&& fn, StridedView<Ts>... views) {
+  constexpr std::size_t N = sizeof...(Ts);
+  detail::for_each_run(
+      "for_each",
+      [&](index_t n, const std::array<index_t, N>& stride, Ts*... run) {
+        const bool dense =
+            std::all_of(stride.begin(), stride.end(), [](index_t s) { return s == 1; });
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+          if (dense) {
+            for (index_t i = 0; i < n; ++i) fn(run[i]...);
+          } else {
+            for (index_t i = 0; i < n; ++i) fn(run[i * stride[I]]...);
+          }
+        }(std::make_index_sequence<N>{});
+      },
+      views...);
+}
+
+}  // namespace tbatch
+
+namespace tbatch {
+
+/// Gather by element offsets: dst[i] = *(&src_base[i] + offsets[i]) for every element i of the
+/// common shape. `src_base` is usually a broadcast view (stride 0 on the gathered dims); the
+/// caller guarantees every offset stays inside the source buffer.
+template <class T>
+void gather_by_offsets(StridedView<const T> src_base, StridedView<const index_t> offsets,
+                       StridedView<T> dst) {
+  detail::for_each_run(
+      "gather_by_offsets",
+      [](index_t n, const std::array<index_t, 3>& stride, T* out, const index_t* shift,
+         const T* in) {
+        for (index_t i = 0; i < n; ++i) out[i * stride[0]] = in[i * stride[2] + shift[i * stride[1]]];
+      },
+      dst, offsets, src_base);
+}
+
+/// Scatter by element offsets: combine(*(&dst_base[i] + offsets[i]), src[i]) for every element i,
+/// in the engine's deterministic order. combine(T& target, const T& value) assigns or reduces.
+template <class T, class Combine>
+void scatter_by_offsets(StridedView<const T> src, StridedView<const index_t> offsets,
+                        StridedView<T> dst_base, Combine&& combine) {
+  detail::for_each_run(
+      "scatter_by_offsets",
+      [&](index_t n, const std::array<index_t, 3>& stride, const T* in, const index_t* shift,
+          T* out) {
+        for (index_t i = 0; i < n; ++i)
+          combine(out[i * stride[2] + shift[i * stride[1]]], in[i * stride[0]]);
+      },
+      src, offsets, dst_base);
+}
+
+}  // namespace tbatch

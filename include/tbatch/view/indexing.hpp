@@ -1,0 +1,281 @@
+#pragma once
+// Tensor::index / index_put / index_fill with torch semantics. Basic indices (integers, Slice,
+// Ellipsis, NewAxis) become a view through the layout algebra; index tensors and masks become
+// element offsets that the engine gathers or scatters.
+
+#include <initializer_list>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tbatch/core/tensor.hpp"
+#include "tbatch/view/index_types.hpp"
+
+namespace tbatch {
+
+/// One entry of an index expression: an integer, Slice, Ellipsis, NewAxis, a Tensor<index_t> of
+/// positions or a Tensor<bool> mask.
+class TensorIndex {
+ public:
+  using Value =
+      std::variant<index_t, Slice, EllipsisT, NewAxisT, Tensor<index_t>, Tensor<bool>>;
+
+  template <std::integral I>
+    requires(!std::same_as<I, bool>)
+  TensorIndex(I i) : value_(static_cast<index_t>(i)) {}
+  TensorIndex(Slice s) : value_(s) {}
+  TensorIndex(EllipsisT e) : value_(e) {}
+  TensorIndex(NewAxisT n) : value_(n) {}
+  TensorIndex(Tensor<index_t> positions) : value_(std::move(positions)) {}
+  TensorIndex(Tensor<bool> mask) : value_(std::move(mask)) {}
+
+  const Value& value() const { return value_; }
+
+ private:
+  Value value_;
+};
+
+namespace detail {
+
+/// An index expression resolved against one layout.
+struct IndexPlan {
+  Layout basic;                          // the view left by the basic indices
+  std::vector<index_t> advanced_dims;    // dims of `basic` indexed by tensors, in order
+  std::vector<Tensor<index_t>> indices;  // their non-negative positions, each of shape `gathered`
+  Shape gathered;                        // broadcast shape of the index tensors
+  bool keeps_position = false;           // adjacent advanced dims: result keeps them in place
+
+  bool has_advanced() const { return !advanced_dims.empty(); }
+};
+
+inline index_t consumed_dims(const TensorIndex& index) {
+  return std::visit(
+      [](const auto& v) -> index_t {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, EllipsisT> || std::is_same_v<V, NewAxisT>)
+          return 0;
+        else if constexpr (std::is_same_v<V, Tensor<bool>>)
+          return v.dim();
+        else
+          return 1;
+      },
+      index.value());
+}
+
+/// Checks positions against `size` and returns a contiguous copy with negatives wrapped.
+inline Tensor<index_t> normalized_positions(const Tensor<index_t>& positions, index_t size,
+                                            index_t dim, const char* function) {
+  Tensor<index_t> out = positions.clone();
+  for_each(
+      [&](index_t& p) {
+        if (p < -size || p >= size)
+          fail<IndexError>(function, "index ", p, " is out of bounds for dim ", dim, " with size ",
+                           size);
+        if (p < 0) p += size;
+      },
+      out.view());
+  return out;
+}
+
+/// Resolves `indices` against the first `indexable` dims of `source` (the rest are untouched,
+/// as the batch dims of a TensorDict entry).
+inline IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIndex> indices,
+                            index_t indexable, const char* function) {
+  index_t consumed = 0, ellipses = 0;
+  for (const auto& index : indices) {
+    consumed += consumed_dims(index);
+    ellipses += std::holds_alternative<EllipsisT>(index.value());
+  }
+  if (ellipses > 1) fail<IndexError>(function, "an index can only have a single ellipsis");
+  if (consumed > indexable)
+    fail<IndexError>(function, "too many indices: ", consumed, " dims indexed but only ",
+                     indexable, " can be");
+  IndexPlan plan;
+  plan.basic = source;
+  index_t dim = 0;  // current dim of plan.basic
+  for (const auto& index : indices) {
+    std::visit(
+        [&](const auto& v) {
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, index_t>) {
+            const index_t size = plan.basic.shape[dim];
+            if (v < -size || v >= size)
+              fail<IndexError>(function, "index ", v, " is out of range for dim ", dim,
+                               " of size ", size);
+            plan.basic = layout::select(plan.basic, dim, v);
+          } else if constexpr (std::is_same_v<V, Slice>) {
+            plan.basic = layout::slice(plan.basic, dim, v.start, v.stop, v.step);
+            ++dim;
+          } else if constexpr (std::is_same_v<V, EllipsisT>) {
+            dim += indexable - consumed;
+          } else if constexpr (std::is_same_v<V, NewAxisT>) {
+            plan.basic = layout::unsqueeze(plan.basic, dim);
+            ++dim;
+            ++indexable;
+          } else if constexpr (std::is_same_v<V, Tensor<index_t>>) {
+            plan.indices.push_back(normalized_positions(v, plan.basic.shape[dim], dim, function));
+            plan.advanced_dims.push_back(dim++);
+          } else if (v.dim() == 0) {  // a scalar mask adds a dim of size 1 or 0
+            plan.basic = layout::unsqueeze(plan.basic, dim);
+            plan.indices.push_back(Tensor<index_t>(Shape{*v.data() ? 1 : 0}));
+            plan.advanced_dims.push_back(dim++);
+            ++indexable;
+          } else {
+            for (index_t k = 0; k < v.dim(); ++k)
+              if (v.size(k) != plan.basic.shape[dim + k])
+                fail<IndexError>(function, "the shape of the mask ", v.shape(), " at dim ", dim,
+                                 " does not match the indexed sizes (size ", v.size(k),
+                                 " vs ", plan.basic.shape[dim + k], " at mask dim ", k, ")");
+            index_t count = 0;
+            for_each([&](const bool& m) { count += m; }, v.view());
+            std::vector<Tensor<index_t>> nonzero;
+            for (index_t k = 0; k < v.dim(); ++k) nonzero.push_back(Tensor<index_t>::empty({count}));
+            const Tensor<bool> mask = v.contiguous();
+            index_t found = 0;
+            for (index_t flat = 0; flat < mask.numel(); ++flat) {
+              if (!mask.data()[flat]) continue;
+              index_t rest = flat;
+              for (index_t k = v.dim(); k-- > 0;) {
+                nonzero[k].data()[found] = rest % v.size(k);
+                rest /= v.size(k);
+              }
+              ++found;
+            }
+            for (index_t k = 0; k < v.dim(); ++k) {
+              plan.indices.push_back(std::move(nonzero[k]));
+              plan.advanced_dims.push_back(dim++);
+            }
+          }
+        },
+        index.value());
+  }
+  if (!plan.has_advanced()) return plan;
+  plan.gathered = plan.indices.front().shape();
+  for (const auto& positions : plan.indices)
+    plan.gathered = layout::broadcast_shapes(plan.gathered, positions.shape(), function);
+  plan.keeps_position = true;
+  for (std::size_t k = 1; k < plan.advanced_dims.size(); ++k)
+    plan.keeps_position &= plan.advanced_dims[k] == plan.advanced_dims[k - 1] + 1;
+  return plan;
+}
+
+/// Shape of the indexing result.
+inline Shape indexed_shape(const IndexPlan& plan) {
+  if (!plan.has_advanced()) return plan.basic.shape;
+  Shape out;
+  const index_t first = plan.advanced_dims.front(), last = plan.advanced_dims.back();
+  auto push_gathered = [&] {
+    for (index_t s : plan.gathered) out.push_back(s);
+  };
+  if (!plan.keeps_position) push_gathered();
+  for (index_t d = 0; d < plan.basic.dim(); ++d) {
+    if (plan.keeps_position && d == first) push_gathered();
+    if (plan.keeps_position ? (d >= first && d <= last)
+                            : std::find(plan.advanced_dims.begin(), plan.advanced_dims.end(), d) !=
+                                  plan.advanced_dims.end())
+      continue;
+    out.push_back(plan.basic.shape[d]);
+  }
+  return out;
+}
+
+/// Element offsets (relative to plan.basic) of every gathered position, shape `gathered`.
+inline Tensor<index_t> gathered_offsets(const IndexPlan& plan) {
+  Tensor<index_t> offsets(plan.gathered);
+  for (std::size_t k = 0; k < plan.indices.size(); ++k) {
+    const index_t stride = plan.basic.strides[plan.advanced_dims[k]];
+    for_each([stride](index_t& offset, const index_t& p) { offset += p * stride; },
+             offsets.view(), plan.indices[k].expand(plan.gathered).view());
+  }
+  return offsets;
+}
+
+/// Layout of the non-indexed dims of plan.basic, preceded by the gathered dims with stride 0.
+inline Layout gathered_base(const IndexPlan& plan) {
+  Layout base;
+  base.offset = plan.basic.offset;
+  for (index_t s : plan.gathered) {
+    base.shape.push_back(s);
+    base.strides.push_back(0);
+  }
+  for (index_t d = 0; d < plan.basic.dim(); ++d) {
+    if (std::find(plan.advanced_dims.begin(), plan.advanced_dims.end(), d) !=
+        plan.advanced_dims.end())
+      continue;
+    base.shape.push_back(plan.basic.shape[d]);
+    base.strides.push_back(plan.basic.strides[d]);
+  }
+  return base;
+}
+
+/// A view of a tensor shaped like the indexing result reordered to (gathered..., rest...).
+template <class T>
+T in_gathered_order(const IndexPlan& plan, const T& result) {
+  if (!plan.keeps_position) return result;
+  const index_t first = plan.advanced_dims.front();
+  const index_t gathered_rank = plan.gathered.size();
+  std::vector<index_t> order;
+  for (index_t k = 0; k < gathered_rank; ++k) order.push_back(first + k);
+  for (index_t d = 0; d < result.dim(); ++d)
+    if (d < first || d >= first + gathered_rank) order.push_back(d);
+  return result.permute(order);
+}
+
+/// Offsets broadcast over the gathered-order result: stride 0 on the non-indexed dims.
+inline Layout offsets_layout(const IndexPlan& plan, const Tensor<index_t>& offsets) {
+  Layout l = offsets.layout();
+  const index_t rest = gathered_base(plan).dim() - l.dim();
+  for (index_t k = 0; k < rest; ++k) l = layout::unsqueeze(l, l.dim());
+  std::vector<index_t> sizes = gathered_base(plan).shape;
+  return layout::expand(l, sizes);
+}
+
+}  // namespace detail
+
+template <class T>
+Tensor<T> Tensor<T>::index(std::initializer_list<TensorIndex> indices) const {
+  const auto plan = detail::plan_index(layout_, indices, this->dim(), "index");
+  if (!plan.has_advanced()) return with_layout(plan.basic);
+  Tensor out = empty(detail::indexed_shape(plan));
+  const Tensor<index_t> offsets = detail::gathered_offsets(plan);
+  gather_by_offsets(StridedView<const T>(storage_->data(), detail::gathered_base(plan)),
+                    StridedView<const index_t>(offsets.data() - offsets.offset(),
+                                               detail::offsets_layout(plan, offsets)),
+                    detail::in_gathered_order(plan, out).view());
+  return out;
+}
+
+template <class T>
+void Tensor<T>::index_put(std::initializer_list<TensorIndex> indices, const Tensor& value) {
+  const auto plan = detail::plan_index(layout_, indices, this->dim(), "index_put");
+  const Shape target = detail::indexed_shape(plan);
+  if (value.dim() > static_cast<index_t>(target.size()) ||
+      !(layout::broadcast_shapes(value.shape(), target, "index_put") == target))
+    detail::fail<ShapeError>("index_put", "value of shape ", value.shape(),
+                             " cannot be broadcast to the indexed shape ", target);
+  const Tensor source = value.expand(std::vector<index_t>(target));
+  if (!plan.has_advanced()) {
+    copy(source.view(), StridedView<T>(storage_->data(), plan.basic));
+    return;
+  }
+  // Stage the value first: it may alias this tensor's buffer.
+  const Tensor staged = detail::in_gathered_order(plan, source).clone();
+  const Tensor<index_t> offsets = detail::gathered_offsets(plan);
+  scatter_by_offsets(staged.view(),
+                     StridedView<const index_t>(offsets.data() - offsets.offset(),
+                                                detail::offsets_layout(plan, offsets)),
+                     StridedView<T>(storage_->data(), detail::gathered_base(plan)),
+                     [](T& target_value, const T& v) { target_value = v; });
+}
+
+template <class T>
+void Tensor<T>::index_fill(std::initializer_list<TensorIndex> indices, T value) {
+  const auto plan = detail::plan_index(layout_, indices, this->dim(), "index_fill");
+  if (!plan.has_advanced()) {
+    fill(StridedView<T>(storage_->data(), plan.basic), value);
+    return;
+  }
+  index_put(indices, Tensor(Shape{}, value));
+}
+
+}  // namespace tbatch

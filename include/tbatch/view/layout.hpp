@@ -1,0 +1,413 @@
+#pragma once
+// Layout algebra: shape, strides (in elements) and offset, and the pure functions that make
+// views. Tensor, StridedView and TensorDict all call these; none re-implements them.
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "tbatch/core/checked_math.hpp"
+#include "tbatch/core/config.hpp"
+#include "tbatch/core/errors.hpp"
+#include "tbatch/core/shape.hpp"
+
+namespace tbatch {
+
+/// Where a tensor's elements live in its buffer: element (i0, i1, ...) is at
+/// offset + sum(i_d * strides[d]).
+struct Layout {
+  Shape shape;
+  std::vector<index_t> strides;
+  index_t offset = 0;
+
+  index_t dim() const { return static_cast<index_t>(shape.size()); }
+};
+
+namespace layout {
+
+/// Row-major strides of `shape`.
+inline std::vector<index_t> contiguous_strides(const Shape& shape) {
+  std::vector<index_t> strides(shape.size());
+  index_t stride = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= std::max<index_t>(shape[d], 1);
+  }
+  return strides;
+}
+
+/// A row-major layout of `shape` at offset 0 (element count checked for overflow).
+inline Layout contiguous(Shape shape) {
+  shape.numel();
+  auto strides = contiguous_strides(shape);
+  return Layout{std::move(shape), std::move(strides), 0};
+}
+
+/// True when the elements are row-major and dense (size-1 dims may have any stride).
+inline bool is_contiguous(const Layout& l) {
+  index_t expected = 1;
+  for (std::size_t d = l.shape.size(); d-- > 0;) {
+    if (l.shape[d] == 0) return true;
+    if (l.shape[d] != 1 && l.strides[d] != expected) return false;
+    expected *= l.shape[d];
+  }
+  return true;
+}
+
+/// Maps a possibly negative `dim` into [0, rank); IndexError naming `function` otherwise.
+inline index_t normalize_dim(index_t dim, index_t rank, const char* function) {
+  if (dim < -rank || dim >= rank) {
+    if (rank == 0)
+      detail::fail<IndexError>(function, "dim ", dim, " given for a tensor of rank 0, which has no dims");
+    detail::fail<IndexError>(function, "dim ", dim, " is out of range for a tensor of rank ", rank,
+                             " (expected ", -rank, " to ", rank - 1, ")");
+  }
+  return dim < 0 ? dim + rank : dim;
+}
+
+/// Elements [start, stop) with `step` along `dim`, Python slice rules: negative start/stop
+/// count from the end, out-of-range bounds clamp, a negative step walks backwards.
+inline Layout slice(const Layout& l, index_t dim, std::optional<index_t> start,
+                    std::optional<index_t> stop, index_t step = 1) {
+  const index_t d = normalize_dim(dim, l.dim(), "slice");
+  if (step == 0) detail::fail<ValueError>("slice", "step 0 at dim ", dim, " must be non-zero");
+  const index_t size = l.shape[d];
+  auto adjust = [&](std::optional<index_t> bound, index_t fallback, index_t lo, index_t hi) {
+    if (!bound) return fallback;
+    index_t v = *bound < 0 ? *bound + size : *bound;
+    return std::clamp(v, lo, hi);
+  };
+  index_t first = 0, length = 0;
+  if (step > 0) {
+    first = adjust(start, 0, 0, size);
+    const index_t last = adjust(stop, size, 0, size);
+    length = last > first ? (last - first + step - 1) / step : 0;
+  } else {
+    first = adjust(start, size - 1, -1, size - 1);
+    const index_t last = adjust(stop, -1, -1, size - 1);
+    length = first > last ? (first - last - 1) / (-step) + 1 : 0;
+  }
+  Layout out = l;
+  if (length > 0) out.offset += first * l.strides[d];
+  out.shape.set(d, length);
+  out.strides[d] = l.strides[d] * step;
+  return out;
+}
+
+/// Element `index` of `dim` (negative counts from the end); removes the dim.
+inline Layout select(const Layout& l, index_t dim, index_t index) {
+  const index_t d = normalize_dim(dim, l.dim(), "select");
+  const index_t size = l.shape[d];
+  if (index < -size || index >= size)
+    detail::fail<IndexError>("select", "index ", index, " is out of range for dim ", dim,
+                             " of size ", size, " (expected ", -size, " to ", size - 1, ")");
+  if (index < 0) index += size;
+  Layout out = l;
+  out.offset += index * l.strides[d];
+  out.shape.erase(d);
+  out.strides.erase(out.strides.begin() + d);
+  return out;
+}
+
+/// `length` elements of `dim` from `start` (negative start counts from the end).
+inline Layout narrow(const Layout& l, index_t dim, index_t start, index_t length) {
+  const index_t d = normalize_dim(dim, l.dim(), "narrow");
+  const index_t size = l.shape[d];
+  if (start < -size || start > size)
+    detail::fail<IndexError>("narrow", "start ", start, " is out of range for dim ", dim,
+                             " of size ", size);
+  if (start < 0) start += size;
+  if (length < 0 || length > size - start)
+    detail::fail<IndexError>("narrow", "length ", length, " from start ", start,
+                             " exceeds dim ", dim, " of size ", size);
+  Layout out = l;
+  if (length > 0) out.offset += start * l.strides[d];
+  out.shape.set(d, length);
+  return out;
+}
+
+/// Reorders the dims: output dim i is input dim dims[i].
+inline Layout permute(const Layout& l, const std::vector<index_t>& dims) {
+  const index_t rank = l.dim();
+  if (static_cast<index_t>(dims.size()) != rank)
+    detail::fail<ShapeError>("permute", "got ", dims.size(), " dims for a tensor of rank ", rank,
+                             "; expected a permutation of all ", rank, " dims");
+  std::vector<bool> seen(rank, false);
+  Layout out;
+  out.offset = l.offset;
+  out.strides.resize(rank);
+  for (index_t i = 0; i < rank; ++i) {
+    const index_t d = normalize_dim(dims[i], rank, "permute");
+    if (seen[d]) detail::fail<ValueError>("permute", "dim ", dims[i], " appears more than once");
+    seen[d] = true;
+    out.shape.push_back(l.shape[d]);
+    out.strides[i] = l.strides[d];
+  }
+  return out;
+}
+
+/// Swaps dims a and b.
+inline Layout transpose(const Layout& l, index_t a, index_t b) {
+  const index_t da = normalize_dim(a, l.dim(), "transpose");
+  const index_t db = normalize_dim(b, l.dim(), "transpose");
+  Layout out = l;
+  out.shape.set(da, l.shape[db]);
+  out.shape.set(db, l.shape[da]);
+  std::swap(out.strides[da], out.strides[db]);
+  return out;
+}
+
+/// Inserts a size-1 dim at `dim` (in [-rank-1, rank]).
+inline Layout unsqueeze(const Layout& l, index_t dim) {
+  const index_t d = normalize_dim(dim, l.dim() + 1, "unsqueeze");
+  Layout out = l;
+  const index_t stride = d < l.dim() ? l.strides[d] * std::max<index_t>(l.shape[d], 1) : 1;
+  out.shape.insert(d, 1);
+  out.strides.insert(out.strides.begin() + d, stride);
+  return out;
+}
+
+/// Removes every size-1 dim.
+inline Layout squeeze(const Layout& l) {
+  Layout out;
+  out.offset = l.offset;
+  for (index_t d = 0; d < l.dim(); ++d) {
+    if (l.shape[d] == 1) continue;
+    out.shape.push_back(l.shape[d]);
+    out.strides.push_back(l.strides[d]);
+  }
+  return out;
+}
+
+/// Removes `dim` if its size is 1; otherwise returns the layout unchanged (as torch).
+inline Layout squeeze(const Layout& l, index_t dim) {
+  const index_t d = normalize_dim(dim, l.dim(), "squeeze");
+  if (l.shape[d] != 1) return l;
+  Layout out = l;
+  out.shape.erase(d);
+  out.strides.erase(out.strides.begin() + d);
+  return out;
+}
+
+/// Broadcasts size-1 dims (stride 0) and prepends new leading dims; -1 keeps a size.
+inline Layout expand(const Layout& l, const std::vector<index_t>& sizes) {
+  const index_t rank = l.dim();
+  const index_t new_rank = static_cast<index_t>(sizes.size());
+  if (new_rank < rank)
+    detail::fail<ShapeError>("expand", "the number of sizes (", new_rank,
+                             ") must be at least the tensor's rank (", rank, ")");
+  Layout out;
+  out.offset = l.offset;
+  out.strides.resize(new_rank);
+  const index_t lead = new_rank - rank;
+  for (index_t i = 0; i < new_rank; ++i) {
+    const index_t want = sizes[i];
+    if (i < lead) {
+      if (want < 0)
+        detail::fail<ShapeError>("expand", "size ", want, " at new leading dim ", i,
+                                 " must be >= 0");
+      out.shape.push_back(want);
+      out.strides[i] = 0;
+      continue;
+    }
+    const index_t d = i - lead;
+    const index_t have = l.shape[d];
+    if (want == -1 || want == have) {
+      out.shape.push_back(have);
+      out.strides[i] = l.strides[d];
+    } else if (have == 1 && want >= 0) {
+      out.shape.push_back(want);
+      out.strides[i] = 0;
+    } else {
+      detail::fail<ShapeError>("expand", "size ", want, " at dim ", i,
+                               " does not match the existing size ", have,
+                               " (only size-1 dims expand)");
+    }
+  }
+  out.shape.numel();
+  return out;
+}
+
+/// Resolves one -1 in `sizes` so the product equals `numel`; ShapeError otherwise.
+inline Shape infer_size(const std::vector<index_t>& sizes, index_t numel, const char* function) {
+  std::optional<std::size_t> infer_at;
+  index_t known = 1;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1) {
+      if (infer_at)
+        detail::fail<ShapeError>(function, "only one size may be -1, got -1 at dims ", *infer_at,
+                                 " and ", i);
+      infer_at = i;
+    } else if (sizes[i] < 0) {
+      detail::fail<ShapeError>(function, "size ", sizes[i], " at dim ", i,
+                               " is invalid; expected >= 0 or -1");
+    } else {
+      known = detail::checked_mul(known, sizes[i], function);
+    }
+  }
+  std::vector<index_t> resolved = sizes;
+  if (infer_at) {
+    if (known == 0 || numel % known != 0)
+      detail::fail<ShapeError>(function, "shape ", detail::listed(sizes), " is invalid for ",
+                               numel, " elements: the other sizes multiply to ", known);
+    resolved[*infer_at] = numel / known;
+  } else if (known != numel) {
+    detail::fail<ShapeError>(function, "shape ", Shape(sizes.begin(), sizes.end()),
+                             " is invalid for ", numel, " elements");
+  }
+  return Shape(resolved.begin(), resolved.end());
+}
+
+/// The same elements seen with shape `sizes` (one -1 allowed), without copying; nullopt when
+/// the strides cannot express it (then a copy is needed).
+inline std::optional<Layout> try_view(const Layout& l, const std::vector<index_t>& sizes,
+                                      const char* function) {
+  const index_t numel = l.shape.numel();
+  Shape shape = infer_size(sizes, numel, function);
+  if (numel == 0 || l.dim() == 0 || is_contiguous(l)) {
+    Layout out = contiguous(std::move(shape));
+    out.offset = l.offset;
+    return out;
+  }
+  // Walk old dims from the back in chunks that are contiguous among themselves, and give each
+  // chunk's new dims strides based on the chunk's innermost stride.
+  std::vector<index_t> strides(shape.size());
+  index_t view_d = static_cast<index_t>(shape.size()) - 1;
+  index_t chunk_base_stride = l.strides.back();
+  index_t tensor_numel = 1, view_numel = 1;
+  for (index_t tensor_d = l.dim() - 1; tensor_d >= 0; --tensor_d) {
+    tensor_numel *= l.shape[tensor_d];
+    const bool chunk_ends =
+        tensor_d == 0 || (l.shape[tensor_d - 1] != 1 &&
+                          l.strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+      strides[view_d] = view_numel * chunk_base_stride;
+      view_numel *= shape[view_d];
+      --view_d;
+    }
+    if (view_numel != tensor_numel) return std::nullopt;
+    if (tensor_d > 0) {
+      chunk_base_stride = l.strides[tensor_d - 1];
+      tensor_numel = 1;
+      view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return Layout{std::move(shape), std::move(strides), l.offset};
+}
+
+/// Collapses dims [start, end] into one; nullopt when that needs a copy.
+inline std::optional<Layout> try_flatten(const Layout& l, index_t start, index_t end) {
+  if (l.dim() == 0) return try_view(l, {1}, "flatten");
+  const index_t s = normalize_dim(start, l.dim(), "flatten");
+  const index_t e = normalize_dim(end, l.dim(), "flatten");
+  if (s > e)
+    detail::fail<IndexError>("flatten", "start dim ", start, " comes after end dim ", end);
+  std::vector<index_t> sizes;
+  for (index_t d = 0; d < s; ++d) sizes.push_back(l.shape[d]);
+  index_t merged = 1;
+  for (index_t d = s; d <= e; ++d) merged *= l.shape[d];
+  sizes.push_back(merged);
+  for (index_t d = e + 1; d < l.dim(); ++d) sizes.push_back(l.shape[d]);
+  return try_view(l, sizes, "flatten");
+}
+
+/// Splits `dim` into `sizes` (one -1 allowed); always a view.
+inline Layout unflatten(const Layout& l, index_t dim, const std::vector<index_t>& sizes) {
+  const index_t d = normalize_dim(dim, l.dim(), "unflatten");
+  if (sizes.empty()) detail::fail<ShapeError>("unflatten", "sizes must not be empty");
+  const Shape inner = infer_size(sizes, l.shape[d], "unflatten");
+  Layout out;
+  out.offset = l.offset;
+  for (index_t i = 0; i < l.dim(); ++i) {
+    if (i != d) {
+      out.shape.push_back(l.shape[i]);
+      out.strides.push_back(l.strides[i]);
+      continue;
+    }
+    index_t stride = l.strides[d];
+    std::vector<index_t> inner_strides(inner.size());
+    for (std::size_t k = inner.size(); k-- > 0;) {
+      inner_strides[k] = stride;
+      stride *= inner[k];
+    }
+    for (std::size_t k = 0; k < inner.size(); ++k) {
+      out.shape.push_back(inner[k]);
+      out.strides.push_back(inner_strides[k]);
+    }
+  }
+  return out;
+}
+
+/// Consecutive pieces of `dim` with the given sizes, which must sum to the dim's size.
+inline std::vector<Layout> split(const Layout& l, const std::vector<index_t>& sizes, index_t dim) {
+  const index_t d = normalize_dim(dim, l.dim(), "split");
+  index_t total = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 0)
+      detail::fail<ValueError>("split", "split size ", sizes[i], " at position ", i,
+                               " must be >= 0");
+    total = detail::checked_add(total, sizes[i], "split");
+  }
+  if (total != l.shape[d])
+    detail::fail<ValueError>("split", "split sizes sum to ", total, " but dim ", dim,
+                             " has size ", l.shape[d]);
+  std::vector<Layout> pieces;
+  index_t start = 0;
+  for (index_t size : sizes) {
+    pieces.push_back(narrow(l, d, start, size));
+    start += size;
+  }
+  return pieces;
+}
+
+/// Pieces of `size` elements along `dim` (the last may be shorter).
+inline std::vector<Layout> split(const Layout& l, index_t size, index_t dim) {
+  const index_t d = normalize_dim(dim, l.dim(), "split");
+  if (size <= 0 && !(size == 0 && l.shape[d] == 0))
+    detail::fail<ValueError>("split", "split size ", size, " must be positive");
+  std::vector<index_t> sizes;
+  for (index_t start = 0; start < l.shape[d]; start += size)
+    sizes.push_back(std::min(size, l.shape[d] - start));
+  if (sizes.empty()) sizes.push_back(0);
+  return split(l, sizes, d);
+}
+
+/// At most `chunks` pieces of ceil(size / chunks) elements along `dim` (as torch.chunk).
+inline std::vector<Layout> chunk(const Layout& l, index_t chunks, index_t dim) {
+  const index_t d = normalize_dim(dim, l.dim(), "chunk");
+  if (chunks <= 0) detail::fail<ValueError>("chunk", "chunks ", chunks, " must be positive");
+  const index_t size = l.shape[d];
+  const index_t piece = (size + chunks - 1) / chunks;
+  if (piece == 0) return std::vector<Layout>(static_cast<std::size_t>(chunks), l);
+  return split(l, piece, d);
+}
+
+/// Every element of `dim`, each with the dim removed.
+inline std::vector<Layout> unbind(const Layout& l, index_t dim) {
+  const index_t d = normalize_dim(dim, l.dim(), "unbind");
+  std::vector<Layout> pieces;
+  pieces.reserve(l.shape[d]);
+  for (index_t i = 0; i < l.shape[d]; ++i) pieces.push_back(select(l, d, i));
+  return pieces;
+}
+
+/// The shape both `a` and `b` broadcast to (numpy rules); ShapeError naming `function`.
+inline Shape broadcast_shapes(const Shape& a, const Shape& b, const char* function) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  Shape out;
+  for (std::size_t i = 0; i < rank; ++i) {
+    const index_t sa = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
+    const index_t sb = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
+    if (sa != sb && sa != 1 && sb != 1)
+      detail::fail<ShapeError>(function, "shapes ", a, " and ", b,
+                               " cannot be broadcast together (dim ", i, ": ", sa, " vs ", sb,
+                               ")");
+    out.push_back(sa == 1 ? sb : sa);
+  }
+  return out;
+}
+
+}  // namespace layout
+}  // namespace tbatch

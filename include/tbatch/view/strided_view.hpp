@@ -1,0 +1,62 @@
+#pragma once
+// StridedView<T>: a non-owning strided view (pointer + layout), for kernels and for wrapping
+// memory the caller owns.
+
+#include <type_traits>
+#include <vector>
+
+#include "tbatch/core/dtype.hpp"
+#include "tbatch/view/layout.hpp"
+#include "tbatch/view/view_methods.hpp"
+
+namespace tbatch {
+
+/// A view of memory it does not own. Element (i0, i1, ...) is at data() + sum(i_d * strides[d]).
+/// T may be const-qualified for read-only views; StridedView<T> converts to StridedView<const T>.
+template <class T>
+class StridedView : public ViewMethods<StridedView<T>> {
+  static_assert(Element<T>, "StridedView<T>: T must be one of tbatch's element types");
+
+ public:
+  using value_type = std::remove_const_t<T>;
+
+  StridedView() : layout_(layout::contiguous(Shape{0})) {}
+  /// Contiguous row-major view of `shape` at `data`.
+  StridedView(T* data, Shape shape) : base_(data), layout_(layout::contiguous(std::move(shape))) {}
+  /// View of `shape` with `strides` (in elements, may be negative or 0) at `data`.
+  StridedView(T* data, Shape shape, std::vector<index_t> strides)
+      : base_(data), layout_{std::move(shape), std::move(strides), 0} {
+    if (layout_.strides.size() != layout_.shape.size())
+      detail::fail<ShapeError>("StridedView", "got ", layout_.strides.size(),
+                               " strides for a shape of rank ", layout_.shape.size());
+    layout_.shape.numel();
+  }
+  /// Internal: a view into the buffer starting at `base` with a full layout (offset included).
+  StridedView(T* base, Layout layout) : base_(base), layout_(std::move(layout)) {}
+
+  /// Read-only view of the same elements.
+  operator StridedView<const T>() const
+    requires(!std::is_const_v<T>)
+  {
+    return StridedView<const T>(base_, layout_);
+  }
+
+  /// Pointer to the first element (the element at all-zero indices).
+  T* data() const { return base_ + layout_.offset; }
+  const Layout& layout() const { return layout_; }
+  StridedView with_layout(Layout l) const { return StridedView(base_, std::move(l)); }
+  T* element_pointer() const { return base_; }
+
+  StridedView copy_reshaped(const Shape& shape) const {
+    detail::fail<ShapeError>("reshape", "a StridedView of shape ", this->shape(), " and strides ",
+                             detail::listed(layout_.strides), " cannot be viewed as ", shape,
+                             " without copying, and a StridedView does not own memory to copy "
+                             "into; copy it into a Tensor first");
+  }
+
+ private:
+  T* base_ = nullptr;
+  Layout layout_;
+};
+
+}  // namespace tbatch

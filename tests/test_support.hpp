@@ -1,0 +1,66 @@
+#pragma once
+// Shared helpers for the test suite: the dtype lists and small value generators.
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <tbatch/tbatch.hpp>
+#include <vector>
+
+namespace tbatch::testing {
+
+/// Builds a T from a small integer (exact in every supported type, including half and bool).
+template <class T>
+T value_of(int v) {
+  if constexpr (std::is_same_v<T, bool>)
+    return v % 2 != 0;
+  else
+    return static_cast<T>(v);
+}
+
+/// A tensor of `shape` holding value_of<T>(0, 1, 2, ...) in row-major order (mod `wrap`).
+template <class T>
+Tensor<T> iota(Shape shape, int wrap = 100) {
+  Tensor<T> out(shape);
+  T* p = out.data();
+  for (index_t i = 0; i < out.numel(); ++i) p[i] = value_of<T>(static_cast<int>(i % wrap));
+  return out;
+}
+
+/// A tensor of `shape` with uniform random small integers as T.
+template <class T>
+Tensor<T> random_tensor(Shape shape, std::mt19937& rng, int max_value = 100) {
+  std::uniform_int_distribution<int> dist(0, max_value);
+  Tensor<T> out(shape);
+  for (index_t i = 0; i < out.numel(); ++i) out.data()[i] = value_of<T>(dist(rng));
+  return out;
+}
+
+/// Matches a tbatch::Error whose message contains a fragment.
+class MessageContains : public Catch::MatcherBase<std::exception> {
+ public:
+  explicit MessageContains(std::string fragment) : fragment_(std::move(fragment)) {}
+  bool match(const std::exception& e) const override {
+    return std::string(e.what()).find(fragment_) != std::string::npos;
+  }
+  std::string describe() const override { return "message contains \"" + fragment_ + "\""; }
+
+ private:
+  std::string fragment_;
+};
+
+/// Checks that evaluating `expr` throws exception type E whose message contains `fragment`.
+#define TBATCH_CHECK_THROWS_WITH(expr, E, fragment) \
+  CHECK_THROWS_MATCHES(expr, E, ::tbatch::testing::MessageContains(fragment))
+
+}  // namespace tbatch::testing
+
+// Every element type tbatch supports, for TEMPLATE_TEST_CASE.
+#define TBATCH_ALL_DTYPES                                                                  \
+  float, double, Eigen::half, Eigen::bfloat16, std::int8_t, std::int16_t, std::int32_t,    \
+      std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t, bool
+// Element types with arithmetic (bool excluded).
+#define TBATCH_ARITHMETIC_DTYPES                                                           \
+  float, double, Eigen::half, Eigen::bfloat16, std::int8_t, std::int16_t, std::int32_t,    \
+      std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t
