@@ -29,11 +29,11 @@ enum class DType {
 namespace detail {
 template <class T>
 struct DTypeOf;
-#define TBATCH_DTYPE(type, tag, text)                     \
-  template <>                                             \
-  struct DTypeOf<type> {                                  \
-    static constexpr DType value = DType::tag;            \
-    static constexpr std::string_view name = text;        \
+#define TBATCH_DTYPE(type, tag, text)              \
+  template <>                                      \
+  struct DTypeOf<type> {                           \
+    static constexpr DType value = DType::tag;     \
+    static constexpr std::string_view name = text; \
   };
 TBATCH_DTYPE(float, float32, "float32")
 TBATCH_DTYPE(double, float64, "float64")
@@ -52,7 +52,9 @@ TBATCH_DTYPE(bool, boolean, "bool")
 
 /// True for the twelve supported element types (cv-qualifiers ignored).
 template <class T>
-concept Element = requires { detail::DTypeOf<std::remove_cv_t<T>>::value; };
+concept Element = requires {
+  detail::DTypeOf<std::remove_cv_t<T>>::value;
+};
 
 /// The DType tag of element type T.
 template <Element T>
@@ -69,14 +71,15 @@ inline std::string_view dtype_name(DType dtype) {
                                         "uint8",   "uint16",  "uint32",  "bool"};
   return names[static_cast<int>(dtype)];
 }
-inline std::ostream& operator<<(std::ostream& out, DType dtype) { return out << dtype_name(dtype); }
+inline std::ostream& operator<<(std::ostream& out, DType dtype) {
+  return out << dtype_name(dtype);
+}
 
 /// Floating-point element types, including Eigen::half and Eigen::bfloat16.
 template <class T>
-concept FloatingElement =
-    Element<T> && (std::is_floating_point_v<std::remove_cv_t<T>> ||
-                   std::is_same_v<std::remove_cv_t<T>, Eigen::half> ||
-                   std::is_same_v<std::remove_cv_t<T>, Eigen::bfloat16>);
+concept FloatingElement = Element<T> &&(std::is_floating_point_v<std::remove_cv_t<T>> ||
+                                        std::is_same_v<std::remove_cv_t<T>, Eigen::half> ||
+                                        std::is_same_v<std::remove_cv_t<T>, Eigen::bfloat16>);
 
 /// Integer element types (bool excluded).
 template <class T>

@@ -12,7 +12,8 @@ namespace tbatch {
 template <class T, int Rank, int Options>
 StridedView<T> view_of(const Eigen::TensorMap<Eigen::Tensor<T, Rank, Options>>& map) {
   Shape shape;
-  for (int d = 0; d < Rank; ++d) shape.push_back(map.dimension(d));
+  for (int d = 0; d < Rank; ++d)
+    shape.push_back(map.dimension(d));
   std::vector<index_t> strides(Rank);
   index_t stride = 1;
   const bool row_major = (Options & Eigen::RowMajor) != 0;
@@ -27,7 +28,8 @@ StridedView<T> view_of(const Eigen::TensorMap<Eigen::Tensor<T, Rank, Options>>& 
 /// A non-owning view of an Eigen::Tensor's data.
 template <class T, int Rank, int Options>
 StridedView<T> view_of(Eigen::Tensor<T, Rank, Options>& tensor) {
-  return view_of(Eigen::TensorMap<Eigen::Tensor<T, Rank, Options>>(tensor.data(), tensor.dimensions()));
+  return view_of(
+      Eigen::TensorMap<Eigen::Tensor<T, Rank, Options>>(tensor.data(), tensor.dimensions()));
 }
 
 /// A tbatch copy of an Eigen::Tensor (either storage order).
@@ -41,12 +43,13 @@ Tensor<T> from_eigen_tensor(const Eigen::Tensor<T, Rank, Options>& tensor) {
 template <int Rank, class T>
 Eigen::TensorMap<Eigen::Tensor<T, Rank, Eigen::RowMajor>> as_eigen_tensor(Tensor<T>& tensor) {
   if (tensor.dim() != Rank)
-    detail::fail<ShapeError>("as_eigen_tensor", "tensor of shape ", tensor.shape(),
-                             " has rank ", tensor.dim(), ", expected ", Rank);
+    detail::fail<ShapeError>("as_eigen_tensor", "tensor of shape ", tensor.shape(), " has rank ",
+                             tensor.dim(), ", expected ", Rank);
   if (!tensor.is_contiguous())
     detail::fail<ValueError>("as_eigen_tensor", "needs a contiguous tensor; call contiguous()");
   std::array<Eigen::Index, Rank> dims;
-  for (int d = 0; d < Rank; ++d) dims[d] = tensor.size(d);
+  for (int d = 0; d < Rank; ++d)
+    dims[d] = tensor.size(d);
   return Eigen::TensorMap<Eigen::Tensor<T, Rank, Eigen::RowMajor>>(tensor.data(), dims);
 }
 

@@ -56,7 +56,8 @@ struct Listed {
   const std::vector<V>& values;
   friend std::ostream& operator<<(std::ostream& out, const Listed& l) {
     out << '[';
-    for (std::size_t i = 0; i < l.values.size(); ++i) out << (i ? ", " : "") << l.values[i];
+    for (std::size_t i = 0; i < l.values.size(); ++i)
+      out << (i ? ", " : "") << l.values[i];
     return out << ']';
   }
 };

@@ -30,7 +30,8 @@ class Shape {
   /// `rank` dims, each of size `size`.
   static Shape filled(std::size_t rank, index_t size) {
     Shape shape;
-    for (std::size_t d = 0; d < rank; ++d) shape.push_back(size);
+    for (std::size_t d = 0; d < rank; ++d)
+      shape.push_back(size);
     return shape;
   }
 
@@ -95,7 +96,8 @@ class Shape {
   /// Product of the sizes (1 for rank 0); ShapeError if it overflows.
   index_t numel() const {
     index_t n = 1;
-    for (index_t s : *this) n = detail::checked_mul(n, s, "Shape::numel");
+    for (index_t s : *this)
+      n = detail::checked_mul(n, s, "Shape::numel");
     return n;
   }
   std::vector<index_t> to_vector() const { return std::vector<index_t>(begin(), end()); }
@@ -106,13 +108,15 @@ class Shape {
   }
   friend std::ostream& operator<<(std::ostream& out, const Shape& shape) {
     out << '[';
-    for (std::size_t d = 0; d < shape.size(); ++d) out << (d ? ", " : "") << shape[d];
+    for (std::size_t d = 0; d < shape.size(); ++d)
+      out << (d ? ", " : "") << shape[d];
     return out << ']';
   }
 
  private:
   static void check_size(index_t size) {
-    if (size < 0) detail::fail<ShapeError>("Shape", "size ", size, " is negative; sizes must be >= 0");
+    if (size < 0)
+      detail::fail<ShapeError>("Shape", "size ", size, " is negative; sizes must be >= 0");
   }
   index_t* mutable_data() { return heap_ ? heap_.get() : inline_; }
   void reserve(std::size_t n) {
@@ -125,7 +129,8 @@ class Shape {
   }
   template <class It>
   void assign(It first, It last) {
-    for (; first != last; ++first) push_back(static_cast<index_t>(*first));
+    for (; first != last; ++first)
+      push_back(static_cast<index_t>(*first));
   }
   void take(Shape&& other) {
     size_ = other.size_;

@@ -64,7 +64,8 @@ class Tensor : public ViewMethods<Tensor<T>> {
   static Tensor arange(index_t n) {
     if (n < 0) detail::fail<ShapeError>("arange", "n ", n, " must be >= 0");
     Tensor out = empty(Shape{n});
-    for (index_t i = 0; i < n; ++i) out.data()[i] = static_cast<T>(i);
+    for (index_t i = 0; i < n; ++i)
+      out.data()[i] = static_cast<T>(i);
     return out;
   }
   /// A contiguous copy of a view of memory the caller owns.
@@ -112,9 +113,8 @@ class Tensor : public ViewMethods<Tensor<T>> {
     require_contiguous("flat");
     return {data(), numel()};
   }
-  using MatrixMap =
-      Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
-                 Eigen::OuterStride<>>;
+  using MatrixMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
+                               Eigen::OuterStride<>>;
   using ConstMatrixMap =
       Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
                  Eigen::OuterStride<>>;

@@ -33,7 +33,8 @@ struct RunPlan {
 /// Plans the walk over operands that share `shape`; operand 0 (the destination) decides the
 /// visiting order, later operands break its ties and its broadcast (stride-0) dims.
 template <std::size_t N>
-RunPlan<N> plan_runs(const Shape& shape, const std::array<const std::vector<index_t>*, N>& strides) {
+RunPlan<N> plan_runs(const Shape& shape,
+                     const std::array<const std::vector<index_t>*, N>& strides) {
   RunPlan<N> plan;
   plan.numel = shape.numel();
   if (plan.numel == 0) return plan;
@@ -59,15 +60,18 @@ RunPlan<N> plan_runs(const Shape& shape, const std::array<const std::vector<inde
       merges = plan.strides[k].back() == (*strides[k])[d] * size;
     if (merges) {
       plan.sizes.back() *= size;
-      for (std::size_t k = 0; k < N; ++k) plan.strides[k].back() = (*strides[k])[d];
+      for (std::size_t k = 0; k < N; ++k)
+        plan.strides[k].back() = (*strides[k])[d];
     } else {
       plan.sizes.push_back(size);
-      for (std::size_t k = 0; k < N; ++k) plan.strides[k].push_back((*strides[k])[d]);
+      for (std::size_t k = 0; k < N; ++k)
+        plan.strides[k].push_back((*strides[k])[d]);
     }
   }
   if (plan.sizes.empty()) {  // a single element
     plan.sizes.push_back(1);
-    for (auto& s : plan.strides) s.push_back(0);
+    for (auto& s : plan.strides)
+      s.push_back(0);
   }
   return plan;
 }
@@ -85,9 +89,11 @@ void walk_runs(const RunPlan<N>& plan, std::array<index_t, N> origin, Visit&& vi
     std::size_t d = outer;
     while (d > 0) {
       --d;
-      for (std::size_t k = 0; k < N; ++k) offsets[k] += plan.strides[k][d];
+      for (std::size_t k = 0; k < N; ++k)
+        offsets[k] += plan.strides[k][d];
       if (++counter[d] < plan.sizes[d]) break;
-      for (std::size_t k = 0; k < N; ++k) offsets[k] -= plan.strides[k][d] * plan.sizes[d];
+      for (std::size_t k = 0; k < N; ++k)
+        offsets[k] -= plan.strides[k][d] * plan.sizes[d];
       counter[d] = 0;
       if (d == 0) return;
     }
@@ -114,12 +120,14 @@ void for_each_run(const char* function, Fn&& fn, const StridedView<Ts>&... views
   const auto& shape = std::get<0>(std::forward_as_tuple(views...)).shape();
   const RunPlan<N> plan = plan_runs<N>(shape, {&views.strides()...});
   std::array<index_t, N> inner;
-  for (std::size_t k = 0; k < N; ++k) inner[k] = plan.inner_stride(k);
+  for (std::size_t k = 0; k < N; ++k)
+    inner[k] = plan.inner_stride(k);
   const index_t length = plan.run_length();
   walk_runs(plan, std::array<index_t, N>{}, [&](const std::array<index_t, N>& offsets) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       fn(length, inner, (views.data() + offsets[I])...);
-    }(std::make_index_sequence<N>{});
+    }
+    (std::make_index_sequence<N>{});
   });
 }
 
@@ -194,10 +202,12 @@ void copy_planned(const StridedView<const S>& src, const StridedView<D>& dst) {
     for (std::size_t d = 0; d < run; ++d) {
       if (static_cast<index_t>(d) == tile_dim) continue;
       outer.sizes.push_back(plan.sizes[d]);
-      for (std::size_t k = 0; k < 2; ++k) outer.strides[k].push_back(plan.strides[k][d]);
+      for (std::size_t k = 0; k < 2; ++k)
+        outer.strides[k].push_back(plan.strides[k][d]);
     }
     outer.sizes.push_back(1);
-    for (auto& s : outer.strides) s.push_back(0);
+    for (auto& s : outer.strides)
+      s.push_back(0);
     walk_runs(outer, {0, 0}, [&](const std::array<index_t, 2>& at) {
       copy_tiled(src.data() + at[1], src_row, src_col, dst.data() + at[0], dst_row, dst_col, rows,
                  cols);
@@ -216,7 +226,8 @@ void copy_planned(const StridedView<const S>& src, const StridedView<D>& dst) {
       }
     }
     if (dst_inner == 1 && src_inner == 1) {
-      for (index_t i = 0; i < length; ++i) out[i] = static_cast<D>(in[i]);
+      for (index_t i = 0; i < length; ++i)
+        out[i] = static_cast<D>(in[i]);
     } else if (dst_inner == 1 && src_inner == 0) {
       std::fill_n(out, length, static_cast<D>(*in));
     } else {
@@ -248,8 +259,7 @@ void copy(StridedView<const S> src, StridedView<D> dst) {
   detail::copy_planned<S, D>(src, dst);
 }
 template <class S, class D>
-  requires(!std::is_const_v<S>)
-void copy(StridedView<S> src, StridedView<D> dst) {
+requires(!std::is_const_v<S>) void copy(StridedView<S> src, StridedView<D> dst) {
   copy(StridedView<const S>(src), dst);
 }
 
@@ -262,7 +272,8 @@ void fill(StridedView<T> dst, std::type_identity_t<T> value) {
         if (stride[0] == 1) {
           std::fill_n(out, n, value);
         } else {
-          for (index_t i = 0; i < n; ++i) out[i * stride[0]] = value;
+          for (index_t i = 0; i < n; ++i)
+            out[i * stride[0]] = value;
         }
       },
       dst);
@@ -280,11 +291,14 @@ void for_each(Fn&& fn, StridedView<Ts>... views) {
             std::all_of(stride.begin(), stride.end(), [](index_t s) { return s == 1; });
         [&]<std::size_t... I>(std::index_sequence<I...>) {
           if (dense) {
-            for (index_t i = 0; i < n; ++i) fn(run[i]...);
+            for (index_t i = 0; i < n; ++i)
+              fn(run[i]...);
           } else {
-            for (index_t i = 0; i < n; ++i) fn(run[i * stride[I]]...);
+            for (index_t i = 0; i < n; ++i)
+              fn(run[i * stride[I]]...);
           }
-        }(std::make_index_sequence<N>{});
+        }
+        (std::make_index_sequence<N>{});
       },
       views...);
 }
@@ -303,7 +317,8 @@ void gather_by_offsets(StridedView<const T> src_base, StridedView<const index_t>
       "gather_by_offsets",
       [](index_t n, const std::array<index_t, 3>& stride, T* out, const index_t* shift,
          const T* in) {
-        for (index_t i = 0; i < n; ++i) out[i * stride[0]] = in[i * stride[2] + shift[i * stride[1]]];
+        for (index_t i = 0; i < n; ++i)
+          out[i * stride[0]] = in[i * stride[2] + shift[i * stride[1]]];
       },
       dst, offsets, src_base);
 }

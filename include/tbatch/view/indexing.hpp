@@ -17,12 +17,10 @@ namespace tbatch {
 /// positions or a Tensor<bool> mask.
 class TensorIndex {
  public:
-  using Value =
-      std::variant<index_t, Slice, EllipsisT, NewAxisT, Tensor<index_t>, Tensor<bool>>;
+  using Value = std::variant<index_t, Slice, EllipsisT, NewAxisT, Tensor<index_t>, Tensor<bool>>;
 
   template <std::integral I>
-    requires(!std::same_as<I, bool>)
-  TensorIndex(I i) : value_(static_cast<index_t>(i)) {}
+  requires(!std::same_as<I, bool>) TensorIndex(I i) : value_(static_cast<index_t>(i)) {}
   TensorIndex(Slice s) : value_(s) {}
   TensorIndex(EllipsisT e) : value_(e) {}
   TensorIndex(NewAxisT n) : value_(n) {}
@@ -88,8 +86,8 @@ inline IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIn
   }
   if (ellipses > 1) fail<IndexError>(function, "an index can only have a single ellipsis");
   if (consumed > indexable)
-    fail<IndexError>(function, "too many indices: ", consumed, " dims indexed but only ",
-                     indexable, " can be");
+    fail<IndexError>(function, "too many indices: ", consumed, " dims indexed but only ", indexable,
+                     " can be");
   IndexPlan plan;
   plan.basic = source;
   index_t dim = 0;  // current dim of plan.basic
@@ -100,8 +98,8 @@ inline IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIn
           if constexpr (std::is_same_v<V, index_t>) {
             const index_t size = plan.basic.shape[dim];
             if (v < -size || v >= size)
-              fail<IndexError>(function, "index ", v, " is out of range for dim ", dim,
-                               " of size ", size);
+              fail<IndexError>(function, "index ", v, " is out of range for dim ", dim, " of size ",
+                               size);
             plan.basic = layout::select(plan.basic, dim, v);
           } else if constexpr (std::is_same_v<V, Slice>) {
             plan.basic = layout::slice(plan.basic, dim, v.start, v.stop, v.step);
@@ -124,12 +122,13 @@ inline IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIn
             for (index_t k = 0; k < v.dim(); ++k)
               if (v.size(k) != plan.basic.shape[dim + k])
                 fail<IndexError>(function, "the shape of the mask ", v.shape(), " at dim ", dim,
-                                 " does not match the indexed sizes (size ", v.size(k),
-                                 " vs ", plan.basic.shape[dim + k], " at mask dim ", k, ")");
+                                 " does not match the indexed sizes (size ", v.size(k), " vs ",
+                                 plan.basic.shape[dim + k], " at mask dim ", k, ")");
             index_t count = 0;
             for_each([&](const bool& m) { count += m; }, v.view());
             std::vector<Tensor<index_t>> nonzero;
-            for (index_t k = 0; k < v.dim(); ++k) nonzero.push_back(Tensor<index_t>::empty({count}));
+            for (index_t k = 0; k < v.dim(); ++k)
+              nonzero.push_back(Tensor<index_t>::empty({count}));
             const Tensor<bool> mask = v.contiguous();
             index_t found = 0;
             for (index_t flat = 0; flat < mask.numel(); ++flat) {
@@ -165,7 +164,8 @@ inline Shape indexed_shape(const IndexPlan& plan) {
   Shape out;
   const index_t first = plan.advanced_dims.front(), last = plan.advanced_dims.back();
   auto push_gathered = [&] {
-    for (index_t s : plan.gathered) out.push_back(s);
+    for (index_t s : plan.gathered)
+      out.push_back(s);
   };
   if (!plan.keeps_position) push_gathered();
   for (index_t d = 0; d < plan.basic.dim(); ++d) {
@@ -184,8 +184,8 @@ inline Tensor<index_t> gathered_offsets(const IndexPlan& plan) {
   Tensor<index_t> offsets(plan.gathered);
   for (std::size_t k = 0; k < plan.indices.size(); ++k) {
     const index_t stride = plan.basic.strides[plan.advanced_dims[k]];
-    for_each([stride](index_t& offset, const index_t& p) { offset += p * stride; },
-             offsets.view(), plan.indices[k].expand(plan.gathered).view());
+    for_each([stride](index_t& offset, const index_t& p) { offset += p * stride; }, offsets.view(),
+             plan.indices[k].expand(plan.gathered).view());
   }
   return offsets;
 }
@@ -215,7 +215,8 @@ T in_gathered_order(const IndexPlan& plan, const T& result) {
   const index_t first = plan.advanced_dims.front();
   const index_t gathered_rank = plan.gathered.size();
   std::vector<index_t> order;
-  for (index_t k = 0; k < gathered_rank; ++k) order.push_back(first + k);
+  for (index_t k = 0; k < gathered_rank; ++k)
+    order.push_back(first + k);
   for (index_t d = 0; d < result.dim(); ++d)
     if (d < first || d >= first + gathered_rank) order.push_back(d);
   return result.permute(order);
@@ -225,7 +226,8 @@ T in_gathered_order(const IndexPlan& plan, const T& result) {
 inline Layout offsets_layout(const IndexPlan& plan, const Tensor<index_t>& offsets) {
   Layout l = offsets.layout();
   const index_t rest = gathered_base(plan).dim() - l.dim();
-  for (index_t k = 0; k < rest; ++k) l = layout::unsqueeze(l, l.dim());
+  for (index_t k = 0; k < rest; ++k)
+    l = layout::unsqueeze(l, l.dim());
   std::vector<index_t> sizes = gathered_base(plan).shape;
   return layout::expand(l, sizes);
 }

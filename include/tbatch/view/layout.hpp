@@ -58,7 +58,8 @@ inline bool is_contiguous(const Layout& l) {
 inline index_t normalize_dim(index_t dim, index_t rank, const char* function) {
   if (dim < -rank || dim >= rank) {
     if (rank == 0)
-      detail::fail<IndexError>(function, "dim ", dim, " given for a tensor of rank 0, which has no dims");
+      detail::fail<IndexError>(function, "dim ", dim,
+                               " given for a tensor of rank 0, which has no dims");
     detail::fail<IndexError>(function, "dim ", dim, " is out of range for a tensor of rank ", rank,
                              " (expected ", -rank, " to ", rank - 1, ")");
   }
@@ -118,8 +119,8 @@ inline Layout narrow(const Layout& l, index_t dim, index_t start, index_t length
                              " of size ", size);
   if (start < 0) start += size;
   if (length < 0 || length > size - start)
-    detail::fail<IndexError>("narrow", "length ", length, " from start ", start,
-                             " exceeds dim ", dim, " of size ", size);
+    detail::fail<IndexError>("narrow", "length ", length, " from start ", start, " exceeds dim ",
+                             dim, " of size ", size);
   Layout out = l;
   if (length > 0) out.offset += start * l.strides[d];
   out.shape.set(d, length);
@@ -248,8 +249,8 @@ inline Shape infer_size(const std::vector<index_t>& sizes, index_t numel, const 
   std::vector<index_t> resolved = sizes;
   if (infer_at) {
     if (known == 0 || numel % known != 0)
-      detail::fail<ShapeError>(function, "shape ", detail::listed(sizes), " is invalid for ",
-                               numel, " elements: the other sizes multiply to ", known);
+      detail::fail<ShapeError>(function, "shape ", detail::listed(sizes), " is invalid for ", numel,
+                               " elements: the other sizes multiply to ", known);
     resolved[*infer_at] = numel / known;
   } else if (known != numel) {
     detail::fail<ShapeError>(function, "shape ", Shape(sizes.begin(), sizes.end()),
@@ -278,8 +279,8 @@ inline std::optional<Layout> try_view(const Layout& l, const std::vector<index_t
   for (index_t tensor_d = l.dim() - 1; tensor_d >= 0; --tensor_d) {
     tensor_numel *= l.shape[tensor_d];
     const bool chunk_ends =
-        tensor_d == 0 || (l.shape[tensor_d - 1] != 1 &&
-                          l.strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
+        tensor_d == 0 ||
+        (l.shape[tensor_d - 1] != 1 && l.strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
     if (!chunk_ends) continue;
     while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
       strides[view_d] = view_numel * chunk_base_stride;
@@ -302,14 +303,16 @@ inline std::optional<Layout> try_flatten(const Layout& l, index_t start, index_t
   if (l.dim() == 0) return try_view(l, {1}, "flatten");
   const index_t s = normalize_dim(start, l.dim(), "flatten");
   const index_t e = normalize_dim(end, l.dim(), "flatten");
-  if (s > e)
-    detail::fail<IndexError>("flatten", "start dim ", start, " comes after end dim ", end);
+  if (s > e) detail::fail<IndexError>("flatten", "start dim ", start, " comes after end dim ", end);
   std::vector<index_t> sizes;
-  for (index_t d = 0; d < s; ++d) sizes.push_back(l.shape[d]);
+  for (index_t d = 0; d < s; ++d)
+    sizes.push_back(l.shape[d]);
   index_t merged = 1;
-  for (index_t d = s; d <= e; ++d) merged *= l.shape[d];
+  for (index_t d = s; d <= e; ++d)
+    merged *= l.shape[d];
   sizes.push_back(merged);
-  for (index_t d = e + 1; d < l.dim(); ++d) sizes.push_back(l.shape[d]);
+  for (index_t d = e + 1; d < l.dim(); ++d)
+    sizes.push_back(l.shape[d]);
   return try_view(l, sizes, "flatten");
 }
 
@@ -351,8 +354,8 @@ inline std::vector<Layout> split(const Layout& l, const std::vector<index_t>& si
     total = detail::checked_add(total, sizes[i], "split");
   }
   if (total != l.shape[d])
-    detail::fail<ValueError>("split", "split sizes sum to ", total, " but dim ", dim,
-                             " has size ", l.shape[d]);
+    detail::fail<ValueError>("split", "split sizes sum to ", total, " but dim ", dim, " has size ",
+                             l.shape[d]);
   std::vector<Layout> pieces;
   index_t start = 0;
   for (index_t size : sizes) {
@@ -389,7 +392,8 @@ inline std::vector<Layout> unbind(const Layout& l, index_t dim) {
   const index_t d = normalize_dim(dim, l.dim(), "unbind");
   std::vector<Layout> pieces;
   pieces.reserve(l.shape[d]);
-  for (index_t i = 0; i < l.shape[d]; ++i) pieces.push_back(select(l, d, i));
+  for (index_t i = 0; i < l.shape[d]; ++i)
+    pieces.push_back(select(l, d, i));
   return pieces;
 }
 
@@ -402,8 +406,7 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b, const char* functi
     const index_t sb = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
     if (sa != sb && sa != 1 && sb != 1)
       detail::fail<ShapeError>(function, "shapes ", a, " and ", b,
-                               " cannot be broadcast together (dim ", i, ": ", sa, " vs ", sb,
-                               ")");
+                               " cannot be broadcast together (dim ", i, ": ", sa, " vs ", sb, ")");
     out.push_back(sa == 1 ? sb : sa);
   }
   return out;

@@ -35,9 +35,7 @@ class StridedView : public ViewMethods<StridedView<T>> {
   StridedView(T* base, Layout layout) : base_(base), layout_(std::move(layout)) {}
 
   /// Read-only view of the same elements.
-  operator StridedView<const T>() const
-    requires(!std::is_const_v<T>)
-  {
+  operator StridedView<const T>() const requires(!std::is_const_v<T>) {
     return StridedView<const T>(base_, layout_);
   }
 

@@ -54,9 +54,8 @@ class ViewMethods {
   Derived view_as(const std::vector<index_t>& sizes) const {
     if (auto viewed = layout::try_view(layout(), sizes, "view_as")) return rebind(*viewed);
     detail::fail<ShapeError>("view_as", "shape ", detail::listed(sizes),
-                             " cannot be a view of a tensor with shape ", shape(),
-                             " and strides ", detail::listed(strides()),
-                             "; use reshape, which copies when it must");
+                             " cannot be a view of a tensor with shape ", shape(), " and strides ",
+                             detail::listed(strides()), "; use reshape, which copies when it must");
   }
   /// view_as when the strides allow it, else a contiguous copy.
   Derived reshape(const std::vector<index_t>& sizes) const {
@@ -139,7 +138,8 @@ class ViewMethods {
   std::vector<Derived> rebind_all(std::vector<Layout> layouts) const {
     std::vector<Derived> out;
     out.reserve(layouts.size());
-    for (auto& l : layouts) out.push_back(rebind(std::move(l)));
+    for (auto& l : layouts)
+      out.push_back(rebind(std::move(l)));
     return out;
   }
 };

@@ -1,0 +1,325 @@
+#pragma once
+// Conversions between lists and the three batch layouts (kaolin.ops.batch names and
+// semantics). Every conversion allocates its output once, fills only the padding no element
+// overwrites, and copies each element with the view engine.
+
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/batch/metadata.hpp"
+
+namespace tbatch {
+
+namespace detail {
+
+/// Shape (B, sizes..., last_dim) as a Shape.
+inline Shape batched_shape(index_t batch, const Tensor<index_t>& sizes, index_t last_dim) {
+  Shape shape{batch};
+  for (index_t d = 0; d < sizes.numel(); ++d)
+    shape.push_back(sizes.data()[d]);
+  shape.push_back(last_dim);
+  return shape;
+}
+
+/// Fills slot `slot` of a padded tensor outside the box `sizes` (one disjoint box per dim:
+/// dims before d narrowed to the element, dim d past it, later dims whole).
+template <class T>
+void fill_padding(const Tensor<T>& slot, const Shape& sizes, T value) {
+  for (std::size_t d = 0; d + 1 < sizes.size(); ++d) {
+    const index_t pad = slot.size(d) - sizes[d];
+    if (pad == 0) continue;
+    Tensor<T> region = slot.narrow(d, sizes[d], pad);
+    for (std::size_t before = 0; before < d; ++before)
+      region = region.narrow(before, 0, sizes[before]);
+    fill(region.view(), value);
+  }
+}
+
+/// The box [0, sizes) of a padded slot.
+template <class T>
+Tensor<T> valid_box(Tensor<T> slot, const Shape& sizes) {
+  for (std::size_t d = 0; d + 1 < sizes.size(); ++d)
+    slot = slot.narrow(d, 0, sizes[d]);
+  return slot;
+}
+
+/// Writes `elements` into `out` (B, max..., last_dim): each element into its box, padding
+/// around it. `out` is validated by the caller to hold every element.
+template <class T>
+void write_padded(const std::vector<Tensor<T>>& elements, Tensor<T>& out, T padding_value) {
+  for (std::size_t i = 0; i < elements.size(); ++i) {
+    const Tensor<T> slot = out.select(0, static_cast<index_t>(i));
+    fill_padding(slot, elements[i].shape(), padding_value);
+    copy(elements[i].view(), valid_box(slot, elements[i].shape()).view());
+  }
+}
+
+/// Rows of packed `out` that hold element `row_start`.. reshaped to `shape`.
+template <class T>
+Tensor<T> packed_rows(const Tensor<T>& out, index_t row_start, const Shape& shape) {
+  if (shape.size() == 1) return out.select(0, row_start);
+  const std::vector<index_t> sizes = leading_sizes(shape);
+  Shape leading(sizes.begin(), sizes.end());
+  return out.narrow(0, row_start, leading.numel()).unflatten(0, sizes);
+}
+
+template <class T>
+void write_packed(const std::vector<Tensor<T>>& elements, const Tensor<index_t>& first_idx,
+                  Tensor<T>& out) {
+  for (std::size_t i = 0; i < elements.size(); ++i)
+    copy(elements[i].view(), packed_rows(out, first_idx.data()[i], elements[i].shape()).view());
+}
+
+/// Rows per element of a list (product of all dims but the last).
+template <class T>
+Tensor<index_t> rows_per_tensor(const std::vector<Tensor<T>>& list, const char* function) {
+  Tensor<index_t> rows = Tensor<index_t>::empty(Shape{static_cast<index_t>(list.size())});
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    index_t n = 1;
+    for (index_t d = 0; d + 1 < list[i].dim(); ++d)
+      n = checked_mul(n, list[i].size(d), function);
+    rows.data()[i] = n;
+  }
+  return rows;
+}
+
+/// Stacks same-shaped tensors into (B, shape...); ShapeError naming the first that differs.
+template <class T>
+Tensor<T> stack_equal(const std::vector<Tensor<T>>& list, const char* function) {
+  if (list.empty()) return Tensor<T>(Shape{0, 0});
+  const Shape& shape = list.front().shape();
+  Shape stacked{static_cast<index_t>(list.size())};
+  for (index_t s : shape)
+    stacked.push_back(s);
+  Tensor<T> out = Tensor<T>::empty(stacked);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (!(list[i].shape() == shape))
+      fail<ShapeError>(function, "element ", i, " has shape ", list[i].shape(),
+                       " but element 0 has ", shape, "; an exact batch needs equal shapes");
+    copy(list[i].view(), out.select(0, static_cast<index_t>(i)).view());
+  }
+  return out;
+}
+
+/// The elements of a list as a padded batch into `out` (already shaped).
+template <class T>
+PaddedBatch<T> padded_from_elements(const std::vector<Tensor<T>>& elements,
+                                    Tensor<index_t> shape_per_tensor, Tensor<T> out,
+                                    T padding_value) {
+  write_padded(elements, out, padding_value);
+  return PaddedBatch<T>(std::move(out), shape_per_tensor);
+}
+
+}  // namespace detail
+
+/// Pads every tensor of `list` to a common shape and stacks them: (B, max_shape..., last_dim).
+/// `max_shape` (rank - 1 sizes, -1 = that dim's maximum) fixes the padded sizes; a size below
+/// some tensor's is a ValueError. Tensors must share rank and last dim (ShapeError naming the
+/// index). An empty list gives data of shape (0, 0).
+template <class T>
+PaddedBatch<T> list_to_padded(const std::vector<Tensor<T>>& list, T padding_value,
+                              const std::vector<index_t>& max_shape = {}) {
+  Tensor<index_t> shape_per_tensor = get_shape_per_tensor(list);
+  const index_t rank = list.empty() ? 1 + static_cast<index_t>(max_shape.size()) : list[0].dim();
+  const index_t last_dim = list.empty() ? 0 : list[0].size(-1);
+  if (list.empty()) shape_per_tensor = Tensor<index_t>(Shape{0, rank - 1});
+  Tensor<T> out = Tensor<T>::empty(detail::batched_shape(
+      static_cast<index_t>(list.size()), fill_max_shape(shape_per_tensor, max_shape), last_dim));
+  return detail::padded_from_elements(list, std::move(shape_per_tensor), std::move(out),
+                                      padding_value);
+}
+
+/// list_to_padded into a caller-owned tensor `out` of shape (B, max_shape..., last_dim), which
+/// may be any writable view (reused across calls to avoid allocation). Its sizes must hold
+/// every tensor (ShapeError otherwise). Returns the batch viewing `out`.
+template <class T>
+PaddedBatch<T> list_to_padded_into(const std::vector<Tensor<T>>& list, T padding_value,
+                                   Tensor<T> out) {
+  const Tensor<index_t> shape_per_tensor = get_shape_per_tensor(list);
+  const index_t batch = static_cast<index_t>(list.size());
+  if (out.dim() < 2 || out.size(0) != batch ||
+      (!list.empty() && (out.dim() != list[0].dim() + 1 || out.size(-1) != list[0].size(-1))))
+    detail::fail<ShapeError>("list_to_padded_into", "out has shape ", out.shape(), " but ", batch,
+                             " tensors of rank ", list.empty() ? 0 : list[0].dim(), " need shape (",
+                             batch, ", max_shape..., ", list.empty() ? 0 : list[0].size(-1), ")");
+  std::vector<index_t> max_shape(out.shape().begin() + 1, out.shape().end() - 1);
+  if (!list.empty()) fill_max_shape(shape_per_tensor, max_shape);
+  return detail::padded_from_elements(
+      list, list.empty() ? Tensor<index_t>(Shape{0, out.dim() - 2}) : shape_per_tensor,
+      std::move(out), padding_value);
+}
+
+/// Flattens every tensor of `list` to (rows, last_dim) and concatenates them: the packed data,
+/// shape_per_tensor and first_idx. An empty list gives data of shape (0, 0).
+template <class T>
+PackedBatch<T> list_to_packed(const std::vector<Tensor<T>>& list) {
+  const Tensor<index_t> shape_per_tensor = get_shape_per_tensor(list);
+  const Tensor<index_t> first_idx = get_first_idx(detail::rows_per_tensor(list, "list_to_packed"));
+  const index_t last_dim = list.empty() ? 0 : list[0].size(-1);
+  Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[list.size()], last_dim});
+  detail::write_packed(list, first_idx, out);
+  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
+}
+
+/// list_to_packed into a caller-owned tensor `out` of shape (total rows, last_dim).
+template <class T>
+PackedBatch<T> list_to_packed_into(const std::vector<Tensor<T>>& list, Tensor<T> out) {
+  const Tensor<index_t> shape_per_tensor = get_shape_per_tensor(list);
+  const Tensor<index_t> first_idx =
+      get_first_idx(detail::rows_per_tensor(list, "list_to_packed_into"));
+  const Shape needed{first_idx.data()[list.size()], list.empty() ? out.size(-1) : list[0].size(-1)};
+  if (!(out.shape() == needed))
+    detail::fail<ShapeError>("list_to_packed_into", "out has shape ", out.shape(),
+                             " but the list needs ", needed);
+  detail::write_packed(list, first_idx, out);
+  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
+}
+
+/// Views of each element of a padded tensor (no copies).
+template <class T>
+std::vector<Tensor<T>> padded_to_list(const Tensor<T>& padded,
+                                      const Tensor<index_t>& shape_per_tensor) {
+  return PaddedBatch<T>(padded, shape_per_tensor).to_list();
+}
+
+/// Views of each element of a packed tensor (no copies).
+template <class T>
+std::vector<Tensor<T>> packed_to_list(const Tensor<T>& packed,
+                                      const Tensor<index_t>& shape_per_tensor,
+                                      const Tensor<index_t>& first_idx) {
+  return PackedBatch<T>(packed, shape_per_tensor, first_idx).to_list();
+}
+
+/// Any batch as a packed batch (copies; an exact batch of contiguous data is viewed).
+template <Batch B>
+PackedBatch<typename B::value_type> to_packed(const B& batch) {
+  using T = typename B::value_type;
+  if constexpr (std::is_same_v<B, PackedBatch<T>>) {
+    return batch;
+  } else {
+    const Tensor<index_t> shape_per_tensor = batch.shape_per_tensor();
+    Tensor<index_t> rows = Tensor<index_t>::empty(Shape{batch.batch_size()});
+    for (index_t i = 0; i < batch.batch_size(); ++i)
+      rows.data()[i] = detail::rows_of(shape_per_tensor, i, "to_packed");
+    const Tensor<index_t> first_idx = get_first_idx(rows);
+    if constexpr (std::is_same_v<B, ExactBatch<T>>) {
+      if (batch.data().is_contiguous())
+        return PackedBatch<T>(batch.data().reshape({-1, batch.last_dim()}), shape_per_tensor,
+                              first_idx);
+    }
+    Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[batch.batch_size()], batch.last_dim()});
+    detail::write_packed(batch.to_list(), first_idx, out);
+    return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
+  }
+}
+
+/// Any batch as a padded batch with `padding_value` and optional `max_shape` (-1 = maximum).
+/// An exact batch without max_shape is viewed, not copied.
+template <Batch B>
+PaddedBatch<typename B::value_type> to_padded(const B& batch, typename B::value_type padding_value,
+                                              const std::vector<index_t>& max_shape = {}) {
+  using T = typename B::value_type;
+  const Tensor<index_t> shape_per_tensor = batch.shape_per_tensor();
+  if constexpr (std::is_same_v<B, ExactBatch<T>>) {
+    if (max_shape.empty()) return PaddedBatch<T>(batch.data(), shape_per_tensor);
+  }
+  const std::vector<index_t> wanted =
+      max_shape.empty() ? std::vector<index_t>(batch.element_rank() - 1, -1) : max_shape;
+  Tensor<T> out = Tensor<T>::empty(detail::batched_shape(
+      batch.batch_size(), fill_max_shape(shape_per_tensor, wanted), batch.last_dim()));
+  return detail::padded_from_elements(batch.to_list(), shape_per_tensor, std::move(out),
+                                      padding_value);
+}
+
+/// Any batch whose elements all have one shape as an exact batch (a view when the layout
+/// allows, else a copy); ShapeError naming the first element that differs.
+template <Batch B>
+ExactBatch<typename B::value_type> to_exact(const B& batch) {
+  using T = typename B::value_type;
+  if constexpr (std::is_same_v<B, ExactBatch<T>>) {
+    return batch;
+  } else {
+    if (batch.batch_size() == 0)
+      detail::fail<ShapeError>("to_exact", "an empty batch has no element shape to stack");
+    const Shape shape = batch.shape_of(0);
+    for (index_t i = 1; i < batch.batch_size(); ++i)
+      if (!(batch.shape_of(i) == shape))
+        detail::fail<ShapeError>("to_exact", "element ", i, " has shape ", batch.shape_of(i),
+                                 " but element 0 has ", shape,
+                                 "; an exact batch needs equal shapes");
+    std::vector<index_t> sizes{batch.batch_size()};
+    sizes.insert(sizes.end(), shape.begin(), shape.end());
+    if constexpr (std::is_same_v<B, PaddedBatch<T>>) {
+      Tensor<T> data = batch.data();
+      for (index_t d = 0; d + 1 < static_cast<index_t>(shape.size()); ++d)
+        data = data.narrow(d + 1, 0, shape[d]);
+      return ExactBatch<T>(data);
+    } else {
+      return ExactBatch<T>(batch.data().reshape(sizes));
+    }
+  }
+}
+
+/// kaolin's padded_to_packed: the valid data of each slot, flattened and concatenated.
+template <class T>
+Tensor<T> padded_to_packed(const Tensor<T>& padded, const Tensor<index_t>& shape_per_tensor) {
+  return to_packed(PaddedBatch<T>(padded, shape_per_tensor)).data();
+}
+
+/// kaolin's packed_to_padded: each element of the packed tensor padded with `padding_value`
+/// to max_shape (-1 or missing = the maximum).
+template <class T>
+Tensor<T> packed_to_padded(const Tensor<T>& packed, const Tensor<index_t>& shape_per_tensor,
+                           const Tensor<index_t>& first_idx, T padding_value,
+                           const std::vector<index_t>& max_shape = {}) {
+  return to_padded(PackedBatch<T>(packed, shape_per_tensor, first_idx), padding_value, max_shape)
+      .data();
+}
+
+/// Repeats values[i] numel_per_tensor[i] times: shape (sum numel_per_tensor, 1).
+/// `values` is (B) or (B, 1).
+template <class T>
+Tensor<T> tile_to_packed(const Tensor<T>& values, const Tensor<index_t>& numel_per_tensor) {
+  if (!(values.dim() == 1 || (values.dim() == 2 && values.size(1) == 1)))
+    detail::fail<ShapeError>("tile_to_packed", "values must have shape (B) or (B, 1), got ",
+                             values.shape());
+  if (numel_per_tensor.dim() != 1 || numel_per_tensor.size(0) != values.size(0))
+    detail::fail<ShapeError>("tile_to_packed", "numel_per_tensor has shape ",
+                             numel_per_tensor.shape(), " but values has ", values.size(0),
+                             " entries; expected shape [", values.size(0), "]");
+  const Tensor<index_t> first_idx = get_first_idx(numel_per_tensor);
+  const index_t batch = values.size(0);
+  Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[batch], 1});
+  const Tensor<T> flat_values = values.reshape({-1});
+  for (index_t i = 0; i < batch; ++i)
+    fill(out.narrow(0, first_idx.data()[i], numel_per_tensor(i)).view(), flat_values(i));
+  return out;
+}
+
+/// Applies f (Tensor<T> -> Tensor<U>) to every element and returns the same layout: exact
+/// results must share one shape; padded results are re-padded with `padding_value`.
+template <Batch B, class F>
+auto map_elements(
+    const B& batch, F&& f,
+    std::optional<typename std::invoke_result_t<F, Tensor<typename B::value_type>>::value_type>
+        padding_value = std::nullopt) {
+  using T = typename B::value_type;
+  using Result = std::invoke_result_t<F, Tensor<T>>;
+  using U = typename Result::value_type;
+  std::vector<Tensor<U>> results;
+  results.reserve(batch.batch_size());
+  for (index_t i = 0; i < batch.batch_size(); ++i)
+    results.push_back(f(batch.element(i)));
+  if constexpr (std::is_same_v<B, PackedBatch<T>>) {
+    return list_to_packed(results);
+  } else if constexpr (std::is_same_v<B, PaddedBatch<T>>) {
+    return list_to_padded(results, padding_value.value_or(U(0)));
+  } else {
+    return ExactBatch<U>(detail::stack_equal(results, "map_elements"));
+  }
+}
+
+}  // namespace tbatch

@@ -1,0 +1,261 @@
+#pragma once
+// The three batch layouts of kaolin.ops.batch — exact, padded, packed — and the Batch concept.
+// Each exposes the same element interface; generic algorithms use only that interface.
+
+#include <concepts>
+#include <cstddef>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "tbatch/batch/metadata.hpp"
+#include "tbatch/core/tensor.hpp"
+
+namespace tbatch {
+
+/// Any batch layout: B elements of the same rank and last dim, element(i) a view of element
+/// i's valid data.
+template <class B>
+concept Batch = requires(const B& b, index_t i) {
+  typename B::value_type;
+  { b.batch_size() } -> std::same_as<index_t>;
+  { b.last_dim() } -> std::same_as<index_t>;
+  { b.element_rank() } -> std::same_as<index_t>;
+  { b.shape_per_tensor() } -> std::convertible_to<Tensor<index_t>>;
+  { b.shape_of(i) } -> std::same_as<Shape>;
+  { b.element(i) } -> std::same_as<Tensor<typename B::value_type>>;
+  { b.to_list() } -> std::same_as<std::vector<Tensor<typename B::value_type>>>;
+};
+
+namespace detail {
+
+inline void check_element_index(index_t i, index_t batch, const char* function) {
+  if (i < 0 || i >= batch)
+    fail<IndexError>(function, "element index ", i, " is out of range for a batch of ", batch,
+                     " (expected 0 to ", batch - 1, ")");
+}
+
+/// The element interface derived from element(i): shape_of and to_list.
+template <class Derived>
+class ElementMethods {
+ public:
+  /// Full shape of element i (its sizes and the last dim).
+  Shape shape_of(index_t i) const { return self().element(i).shape(); }
+  /// Views of every element, sharing the batch's storage.
+  auto to_list() const {
+    std::vector<decltype(self().element(0))> out;
+    out.reserve(self().batch_size());
+    for (index_t i = 0; i < self().batch_size(); ++i)
+      out.push_back(self().element(i));
+    return out;
+  }
+
+ private:
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
+};
+
+}  // namespace detail
+
+/// Homogeneous batch: data of shape (B, ..., last_dim); element i is data[i].
+template <class T>
+class ExactBatch : public detail::ElementMethods<ExactBatch<T>> {
+ public:
+  using value_type = T;
+
+  /// Wraps `data` (rank >= 2: batch, element dims..., last dim); shares its storage.
+  explicit ExactBatch(Tensor<T> data) : data_(std::move(data)) {
+    if (data_.dim() < 2)
+      detail::fail<ShapeError>("ExactBatch",
+                               "data must have rank >= 2 (batch, ..., last dim), "
+                               "got shape ",
+                               data_.shape());
+  }
+
+  const Tensor<T>& data() const { return data_; }
+  index_t batch_size() const { return data_.size(0); }
+  index_t last_dim() const { return data_.size(-1); }
+  index_t element_rank() const { return data_.dim() - 1; }
+  /// (B, rank - 1): every row is the common element shape without the last dim.
+  Tensor<index_t> shape_per_tensor() const {
+    Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch_size(), element_rank() - 1});
+    for (index_t i = 0; i < batch_size(); ++i)
+      for (index_t d = 0; d < element_rank() - 1; ++d)
+        out(i, d) = data_.size(d + 1);
+    return out;
+  }
+  Tensor<T> element(index_t i) const {
+    detail::check_element_index(i, batch_size(), "ExactBatch::element");
+    return data_.select(0, i);
+  }
+
+ private:
+  Tensor<T> data_;
+};
+
+/// Padded batch: data of shape (B, max_shape..., last_dim); element i occupies the box
+/// [0, shape_per_tensor[i]) of slot i, everything else is padding.
+template <class T>
+class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
+ public:
+  using value_type = T;
+
+  /// Wraps `data` and validates `shape_per_tensor` against it (O(B * rank)).
+  PaddedBatch(Tensor<T> data, const Tensor<index_t>& shape_per_tensor) : data_(std::move(data)) {
+    if (data_.dim() < 2)
+      detail::fail<ShapeError>("PaddedBatch",
+                               "data must have rank >= 2 (batch, ..., last dim), "
+                               "got shape ",
+                               data_.shape());
+    shape_per_tensor_ = detail::checked_shape_per_tensor(shape_per_tensor, data_.size(0),
+                                                         data_.dim() - 1, "PaddedBatch");
+    for (index_t i = 0; i < batch_size(); ++i)
+      for (index_t d = 0; d < element_rank() - 1; ++d)
+        if (shape_per_tensor_(i, d) > data_.size(d + 1))
+          detail::fail<ShapeError>("PaddedBatch", "shape_per_tensor[", i, "][", d,
+                                   "] = ", shape_per_tensor_(i, d), " exceeds the padded size ",
+                                   data_.size(d + 1), " of data dim ", d + 1);
+  }
+
+  const Tensor<T>& data() const { return data_; }
+  const Tensor<index_t>& shape_per_tensor() const { return shape_per_tensor_; }
+  index_t batch_size() const { return data_.size(0); }
+  index_t last_dim() const { return data_.size(-1); }
+  index_t element_rank() const { return data_.dim() - 1; }
+  /// The padded sizes (data's dims between batch and last).
+  Shape max_shape() const { return Shape(data_.shape().begin() + 1, data_.shape().end() - 1); }
+
+  Tensor<T> element(index_t i) const {
+    detail::check_element_index(i, batch_size(), "PaddedBatch::element");
+    Tensor<T> slot = data_.select(0, i);
+    for (index_t d = 0; d < element_rank() - 1; ++d)
+      slot = slot.narrow(d, 0, shape_per_tensor_(i, d));
+    return slot;
+  }
+
+  /// True where an element has data: data's shape without the last dim.
+  Tensor<bool> mask() const {
+    Tensor<bool> out(Shape(data_.shape().begin(), data_.shape().end() - 1));
+    for (index_t i = 0; i < batch_size(); ++i) {
+      Tensor<bool> slot = out.select(0, i);
+      for (index_t d = 0; d < element_rank() - 1; ++d)
+        slot = slot.narrow(d, 0, shape_per_tensor_(i, d));
+      fill(slot.view(), true);
+    }
+    return out;
+  }
+
+  /// Structured bindings: auto [padded, shape_per_tensor] = list_to_padded(...).
+  template <std::size_t I>
+  const auto& get() const& {
+    if constexpr (I == 0)
+      return data_;
+    else
+      return shape_per_tensor_;
+  }
+  template <std::size_t I>
+  auto get() && {
+    return get<I>();
+  }
+
+ private:
+  Tensor<T> data_;
+  Tensor<index_t> shape_per_tensor_;
+};
+
+/// Packed batch: data of shape (total_rows, last_dim), element i is rows
+/// [first_idx[i], first_idx[i+1]) reshaped to shape_per_tensor[i] + (last_dim).
+template <class T>
+class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
+ public:
+  using value_type = T;
+
+  /// Wraps `data` and validates shape_per_tensor and first_idx against it (O(B * rank)):
+  /// first_idx starts at 0, never decreases, ends at the row count, and each element's row
+  /// count equals the product of its shape_per_tensor row.
+  PackedBatch(Tensor<T> data, const Tensor<index_t>& shape_per_tensor,
+              const Tensor<index_t>& first_idx)
+      : data_(std::move(data)) {
+    if (data_.dim() != 2)
+      detail::fail<ShapeError>("PackedBatch", "data must be 2-d (rows, last dim), got shape ",
+                               data_.shape());
+    if (shape_per_tensor.dim() != 2)
+      detail::fail<ShapeError>("PackedBatch", "shape_per_tensor must be 2-d (B, rank - 1), got ",
+                               shape_per_tensor.shape());
+    const index_t batch = shape_per_tensor.size(0);
+    shape_per_tensor_ = detail::checked_shape_per_tensor(
+        shape_per_tensor, batch, shape_per_tensor.size(1) + 1, "PackedBatch");
+    if (!(first_idx.shape() == Shape{batch + 1}))
+      detail::fail<ShapeError>("PackedBatch", "first_idx has shape ", first_idx.shape(),
+                               " but shape_per_tensor describes ", batch,
+                               " elements, so it needs [", batch + 1, "]");
+    first_idx_ = first_idx.contiguous();
+    const index_t* first = first_idx_.data();
+    if (first[0] != 0)
+      detail::fail<ValueError>("PackedBatch", "first_idx[0] = ", first[0], ", expected 0");
+    for (index_t i = 0; i < batch; ++i) {
+      const index_t rows = detail::rows_of(shape_per_tensor_, i, "PackedBatch");
+      if (first[i + 1] < first[i])
+        detail::fail<ValueError>("PackedBatch", "first_idx must not decrease, but first_idx[",
+                                 i + 1, "] = ", first[i + 1], " < first_idx[", i, "] = ", first[i]);
+      if (first[i + 1] - first[i] != rows)
+        detail::fail<ValueError>("PackedBatch", "element ", i, " spans ", first[i + 1] - first[i],
+                                 " rows by first_idx but its shape_per_tensor row ",
+                                 detail::element_shape(shape_per_tensor_, i, data_.size(1)),
+                                 " holds ", rows);
+    }
+    if (first[batch] != data_.size(0))
+      detail::fail<ValueError>("PackedBatch", "first_idx[", batch, "] = ", first[batch],
+                               " but data has ", data_.size(0), " rows");
+  }
+
+  const Tensor<T>& data() const { return data_; }
+  const Tensor<index_t>& shape_per_tensor() const { return shape_per_tensor_; }
+  const Tensor<index_t>& first_idx() const { return first_idx_; }
+  index_t batch_size() const { return shape_per_tensor_.size(0); }
+  index_t last_dim() const { return data_.size(1); }
+  index_t element_rank() const { return shape_per_tensor_.size(1) + 1; }
+  /// Rows of element i in data.
+  index_t rows_of(index_t i) const { return first_idx_(i + 1) - first_idx_(i); }
+
+  Tensor<T> element(index_t i) const {
+    detail::check_element_index(i, batch_size(), "PackedBatch::element");
+    if (element_rank() == 1) return data_.select(0, first_idx_(i));
+    return data_.narrow(0, first_idx_(i), rows_of(i))
+        .unflatten(0, detail::leading_sizes(detail::element_shape(shape_per_tensor_, i, 0)));
+  }
+
+  /// Structured bindings: auto [packed, shape_per_tensor, first_idx] = list_to_packed(...).
+  template <std::size_t I>
+  const auto& get() const& {
+    if constexpr (I == 0)
+      return data_;
+    else if constexpr (I == 1)
+      return shape_per_tensor_;
+    else
+      return first_idx_;
+  }
+  template <std::size_t I>
+  auto get() && {
+    return get<I>();
+  }
+
+ private:
+  Tensor<T> data_;
+  Tensor<index_t> shape_per_tensor_;
+  Tensor<index_t> first_idx_;
+};
+
+}  // namespace tbatch
+
+template <class T>
+struct std::tuple_size<tbatch::PaddedBatch<T>> : std::integral_constant<std::size_t, 2> {};
+template <std::size_t I, class T>
+struct std::tuple_element<I, tbatch::PaddedBatch<T>> {
+  using type = std::conditional_t<I == 0, tbatch::Tensor<T>, tbatch::Tensor<tbatch::index_t>>;
+};
+template <class T>
+struct std::tuple_size<tbatch::PackedBatch<T>> : std::integral_constant<std::size_t, 3> {};
+template <std::size_t I, class T>
+struct std::tuple_element<I, tbatch::PackedBatch<T>> {
+  using type = std::conditional_t<I == 0, tbatch::Tensor<T>, tbatch::Tensor<tbatch::index_t>>;
+};

@@ -1,0 +1,148 @@
+#pragma once
+// kaolin's batch metadata: shape_per_tensor, first_idx and max_shape, and their validation.
+
+#include <vector>
+
+#include "tbatch/core/tensor.hpp"
+
+namespace tbatch {
+
+namespace detail {
+
+/// Shape of an element of a list (or batch) without its last dim, as a vector.
+inline std::vector<index_t> leading_sizes(const Shape& shape) {
+  return std::vector<index_t>(shape.begin(), shape.end() - 1);
+}
+
+/// Checks a list of tensors for what every batch layout needs: the same rank (>= 1) and the
+/// same last dim. The messages follow kaolin's.
+template <class T>
+void check_tensor_list(const std::vector<Tensor<T>>& list, const char* function) {
+  if (list.empty()) return;
+  const index_t rank = list.front().dim();
+  if (rank < 1)
+    fail<ShapeError>(function,
+                     "expected tensors of rank >= 1 (the last dim is the element size) "
+                     "but got rank 0 at index 0");
+  const index_t last_dim = list.front().size(-1);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (list[i].dim() != rank)
+      fail<ShapeError>(function, "expected all tensors to have ", rank, " dimensions but got ",
+                       list[i].dim(), " at index ", i);
+    if (list[i].size(-1) != last_dim)
+      fail<ShapeError>(function, "expected all tensors to have last dimension ", last_dim,
+                       " but got ", list[i].size(-1), " at index ", i);
+  }
+}
+
+/// Row i of a (B, k) shape_per_tensor as a Shape, with the last dim appended.
+inline Shape element_shape(const Tensor<index_t>& shape_per_tensor, index_t i, index_t last_dim) {
+  Shape shape;
+  const index_t* row = shape_per_tensor.data() + i * shape_per_tensor.size(1);
+  for (index_t d = 0; d < shape_per_tensor.size(1); ++d)
+    shape.push_back(row[d]);
+  shape.push_back(last_dim);
+  return shape;
+}
+
+/// Number of rows (prod of the sizes) of row i of shape_per_tensor, overflow-checked.
+inline index_t rows_of(const Tensor<index_t>& shape_per_tensor, index_t i, const char* function) {
+  const index_t* row = shape_per_tensor.data() + i * shape_per_tensor.size(1);
+  index_t rows = 1;
+  for (index_t d = 0; d < shape_per_tensor.size(1); ++d)
+    rows = checked_mul(rows, row[d], function);
+  return rows;
+}
+
+/// Validates a caller-given shape_per_tensor: rank 2, `batch` rows of `element_rank - 1`
+/// non-negative sizes. Returns it contiguous.
+inline Tensor<index_t> checked_shape_per_tensor(const Tensor<index_t>& shape_per_tensor,
+                                                index_t batch, index_t element_rank,
+                                                const char* function) {
+  const Shape expected{batch, element_rank - 1};
+  if (!(shape_per_tensor.shape() == expected))
+    fail<ShapeError>(function, "shape_per_tensor has shape ", shape_per_tensor.shape(),
+                     " but the data needs ", expected, " (batch size, element rank - 1)");
+  Tensor<index_t> dense = shape_per_tensor.contiguous();
+  for (index_t i = 0; i < dense.numel(); ++i)
+    if (dense.data()[i] < 0)
+      fail<ValueError>(function, "shape_per_tensor[", i / expected[1], "][", i % expected[1],
+                       "] = ", dense.data()[i], " is negative; sizes must be >= 0");
+  return dense;
+}
+
+}  // namespace detail
+
+/// Each tensor's shape without its last dim, as a (len(list), rank - 1) tensor.
+/// ShapeError (naming the index) when ranks or last dims differ. An empty list gives (0, 0).
+template <class T>
+Tensor<index_t> get_shape_per_tensor(const std::vector<Tensor<T>>& list) {
+  detail::check_tensor_list(list, "get_shape_per_tensor");
+  const index_t batch = static_cast<index_t>(list.size());
+  const index_t columns = list.empty() ? 0 : list.front().dim() - 1;
+  Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch, columns});
+  for (index_t i = 0; i < batch; ++i)
+    for (index_t d = 0; d < columns; ++d)
+      out.data()[i * columns + d] = list[i].size(d);
+  return out;
+}
+
+/// 0 followed by the running sum of `numel_per_tensor` (rows per element): shape (B + 1).
+inline Tensor<index_t> get_first_idx(const Tensor<index_t>& numel_per_tensor) {
+  if (numel_per_tensor.dim() != 1)
+    detail::fail<ShapeError>("get_first_idx", "numel_per_tensor must be 1-d, got shape ",
+                             numel_per_tensor.shape());
+  const index_t batch = numel_per_tensor.size(0);
+  Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch + 1});
+  out.data()[0] = 0;
+  for (index_t i = 0; i < batch; ++i) {
+    const index_t n = numel_per_tensor(i);
+    if (n < 0)
+      detail::fail<ValueError>("get_first_idx", "numel_per_tensor[", i, "] = ", n,
+                               " is negative; expected >= 0");
+    out.data()[i + 1] = detail::checked_add(out.data()[i], n, "get_first_idx");
+  }
+  return out;
+}
+
+/// The max shape of a batch: per dim, the given value or (for -1 or when not given) the
+/// largest size in shape_per_tensor. A given value below some element's size is a ValueError
+/// naming the dim and the element (no truncation).
+inline Tensor<index_t> fill_max_shape(const Tensor<index_t>& shape_per_tensor,
+                                      std::vector<index_t> partial_max_shape = {}) {
+  if (shape_per_tensor.dim() != 2)
+    detail::fail<ShapeError>("fill_max_shape", "shape_per_tensor must be 2-d (B, rank - 1), got ",
+                             shape_per_tensor.shape());
+  const index_t batch = shape_per_tensor.size(0), columns = shape_per_tensor.size(1);
+  if (partial_max_shape.empty()) partial_max_shape.assign(columns, -1);
+  if (static_cast<index_t>(partial_max_shape.size()) != columns)
+    detail::fail<ShapeError>("fill_max_shape", "max_shape ", detail::listed(partial_max_shape),
+                             " has ", partial_max_shape.size(), " dims but the elements have ",
+                             columns, " (rank - 1)");
+  Tensor<index_t> out = Tensor<index_t>::empty(Shape{columns});
+  for (index_t d = 0; d < columns; ++d) {
+    index_t largest = 0, largest_at = 0;
+    for (index_t i = 0; i < batch; ++i) {
+      const index_t size = shape_per_tensor(i, d);
+      if (size < 0)
+        detail::fail<ValueError>("fill_max_shape", "shape_per_tensor[", i, "][", d, "] = ", size,
+                                 " is negative");
+      if (size > largest) largest = size, largest_at = i;
+    }
+    const index_t wanted = partial_max_shape[d];
+    if (wanted == -1) {
+      out.data()[d] = largest;
+    } else if (wanted < -1) {
+      detail::fail<ValueError>("fill_max_shape", "dim ", d, " of max_shape (", wanted,
+                               ") is invalid; expected a size >= 0 or -1");
+    } else if (wanted < largest) {
+      detail::fail<ValueError>("fill_max_shape", "dim ", d, " of max_shape (", wanted,
+                               ") is smaller than for tensor ", largest_at, " (", largest, ")");
+    } else {
+      out.data()[d] = wanted;
+    }
+  }
+  return out;
+}
+
+}  // namespace tbatch
