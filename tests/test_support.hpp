@@ -24,7 +24,8 @@ template <class T>
 Tensor<T> iota(Shape shape, int wrap = 100) {
   Tensor<T> out(shape);
   T* p = out.data();
-  for (index_t i = 0; i < out.numel(); ++i) p[i] = value_of<T>(static_cast<int>(i % wrap));
+  for (index_t i = 0; i < out.numel(); ++i)
+    p[i] = value_of<T>(static_cast<int>(i % wrap));
   return out;
 }
 
@@ -33,8 +34,47 @@ template <class T>
 Tensor<T> random_tensor(Shape shape, std::mt19937& rng, int max_value = 100) {
   std::uniform_int_distribution<int> dist(0, max_value);
   Tensor<T> out(shape);
-  for (index_t i = 0; i < out.numel(); ++i) out.data()[i] = value_of<T>(dist(rng));
+  for (index_t i = 0; i < out.numel(); ++i)
+    out.data()[i] = value_of<T>(dist(rng));
   return out;
+}
+
+/// Calls fn(const std::vector<index_t>& idx) for every multi-index of `shape`, row-major.
+/// The tests' own plain loop, independent of the engine under test.
+template <class Fn>
+void for_each_index(const Shape& shape, Fn&& fn) {
+  if (shape.numel() == 0) return;
+  std::vector<index_t> idx(shape.size(), 0);
+  while (true) {
+    fn(idx);
+    std::size_t d = shape.size();
+    while (d > 0) {
+      --d;
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+      if (d == 0) return;
+    }
+    if (shape.size() == 0) return;
+  }
+}
+
+/// Element at a multi-index, computed from the raw strides (no view-layer code involved).
+template <class T>
+T element_at(const Tensor<T>& t, const std::vector<index_t>& idx) {
+  const T* base = t.data();
+  index_t offset = 0;
+  for (std::size_t d = 0; d < idx.size(); ++d)
+    offset += idx[d] * t.strides()[d];
+  return base[offset];
+}
+
+/// Random shape of `rank` dims with sizes in [lo, hi].
+inline Shape random_shape(std::mt19937& rng, index_t rank, index_t lo, index_t hi) {
+  std::uniform_int_distribution<index_t> dist(lo, hi);
+  Shape s;
+  for (index_t d = 0; d < rank; ++d)
+    s.push_back(dist(rng));
+  return s;
 }
 
 /// Matches a tbatch::Error whose message contains a fragment.
@@ -57,10 +97,10 @@ class MessageContains : public Catch::MatcherBase<std::exception> {
 }  // namespace tbatch::testing
 
 // Every element type tbatch supports, for TEMPLATE_TEST_CASE.
-#define TBATCH_ALL_DTYPES                                                                  \
-  float, double, Eigen::half, Eigen::bfloat16, std::int8_t, std::int16_t, std::int32_t,    \
+#define TBATCH_ALL_DTYPES                                                               \
+  float, double, Eigen::half, Eigen::bfloat16, std::int8_t, std::int16_t, std::int32_t, \
       std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t, bool
 // Element types with arithmetic (bool excluded).
-#define TBATCH_ARITHMETIC_DTYPES                                                           \
-  float, double, Eigen::half, Eigen::bfloat16, std::int8_t, std::int16_t, std::int32_t,    \
+#define TBATCH_ARITHMETIC_DTYPES                                                        \
+  float, double, Eigen::half, Eigen::bfloat16, std::int8_t, std::int16_t, std::int32_t, \
       std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t

@@ -119,6 +119,7 @@ void for_each_run(const char* function, Fn&& fn, const StridedView<Ts>&... views
   check_same_shapes(function, views...);
   const auto& shape = std::get<0>(std::forward_as_tuple(views...)).shape();
   const RunPlan<N> plan = plan_runs<N>(shape, {&views.strides()...});
+  if (plan.numel == 0) return;
   std::array<index_t, N> inner;
   for (std::size_t k = 0; k < N; ++k)
     inner[k] = plan.inner_stride(k);
@@ -151,19 +152,53 @@ bool may_overlap(const StridedView<S>& src, const StridedView<D>& dst) {
   return slo < dhi && dlo < shi;
 }
 
-/// Copies one 2-d block set where the source is contiguous along rows and the destination
-/// along columns, in cache-sized tiles so neither side strides through memory.
+/// Uninitialised room for one element, also for types whose default constructor zeroes
+/// (Eigen::half, Eigen::bfloat16); assigning to `value` starts its lifetime.
+template <class T>
+union TileCell {
+  TileCell() {}
+  T value;
+};
+
+/// Copies one rows x cols block where the source is contiguous along rows and the destination
+/// along cols, in cache-sized tiles so neither side strides through memory. Each tile goes
+/// through a small buffer: the source's row segments are read whole into it, then the
+/// destination's column segments are written whole from it. Copying straight from source to
+/// destination would re-read the tile's source lines once per tile row, and when the source's
+/// row pitch is a multiple of 4 KiB those lines share one L1 set, so every read missed.
 template <class S, class D>
 void copy_tiled(const S* src, index_t src_row, index_t src_col, D* dst, index_t dst_row,
                 index_t dst_col, index_t rows, index_t cols) {
-  constexpr index_t tile = 32;
-  for (index_t r0 = 0; r0 < rows; r0 += tile) {
-    const index_t r1 = std::min(rows, r0 + tile);
-    for (index_t c0 = 0; c0 < cols; c0 += tile) {
-      const index_t c1 = std::min(cols, c0 + tile);
-      for (index_t r = r0; r < r1; ++r)
-        for (index_t c = c0; c < c1; ++c)
-          dst[r * dst_row + c * dst_col] = static_cast<D>(src[r * src_row + c * src_col]);
+  constexpr index_t tile_rows = 128;  // 512-byte source segments for 4-byte elements
+  constexpr index_t tile_cols = 128 / index_t(std::max(sizeof(S), sizeof(D)));
+  TileCell<S> buffer[tile_cols][tile_rows];  // 16 KiB at most
+  // Unit: the source rows and destination columns are dense. Full: a whole tile, whose
+  // compile-time extents let both passes vectorise.
+  auto copy_tile = [&]<bool Unit, bool Full>(std::bool_constant<Unit>, std::bool_constant<Full>,
+                                             const S* in, D* out, index_t n_rows, index_t n_cols) {
+    const index_t in_row = Unit ? 1 : src_row, out_col = Unit ? 1 : dst_col;
+    const index_t nr = Full ? tile_rows : n_rows, nc = Full ? tile_cols : n_cols;
+    for (index_t c = 0; c < nc; ++c)
+      for (index_t r = 0; r < nr; ++r)
+        buffer[c][r].value = in[c * src_col + r * in_row];
+    for (index_t r = 0; r < nr; ++r)
+      for (index_t c = 0; c < nc; ++c)
+        out[r * dst_row + c * out_col] = static_cast<D>(buffer[c][r].value);
+  };
+  const bool unit = src_row == 1 && dst_col == 1;
+  for (index_t r0 = 0; r0 < rows; r0 += tile_rows) {
+    const index_t n_rows = std::min(tile_rows, rows - r0);
+    for (index_t c0 = 0; c0 < cols; c0 += tile_cols) {
+      const index_t n_cols = std::min(tile_cols, cols - c0);
+      const S* in = src + r0 * src_row + c0 * src_col;
+      D* out = dst + r0 * dst_row + c0 * dst_col;
+      const bool full = n_rows == tile_rows && n_cols == tile_cols;
+      if (unit && full)
+        copy_tile(std::true_type{}, std::true_type{}, in, out, n_rows, n_cols);
+      else if (unit)
+        copy_tile(std::true_type{}, std::false_type{}, in, out, n_rows, n_cols);
+      else
+        copy_tile(std::false_type{}, std::false_type{}, in, out, n_rows, n_cols);
     }
   }
 }
@@ -311,8 +346,8 @@ namespace tbatch {
 /// common shape. `src_base` is usually a broadcast view (stride 0 on the gathered dims); the
 /// caller guarantees every offset stays inside the source buffer.
 template <class T>
-void gather_by_offsets(StridedView<const T> src_base, StridedView<const index_t> offsets,
-                       StridedView<T> dst) {
+void gather_by_offsets(StridedView<const std::type_identity_t<T>> src_base,
+                       StridedView<const index_t> offsets, StridedView<T> dst) {
   detail::for_each_run(
       "gather_by_offsets",
       [](index_t n, const std::array<index_t, 3>& stride, T* out, const index_t* shift,
@@ -326,8 +361,9 @@ void gather_by_offsets(StridedView<const T> src_base, StridedView<const index_t>
 /// Scatter by element offsets: combine(*(&dst_base[i] + offsets[i]), src[i]) for every element i,
 /// in the engine's deterministic order. combine(T& target, const T& value) assigns or reduces.
 template <class T, class Combine>
-void scatter_by_offsets(StridedView<const T> src, StridedView<const index_t> offsets,
-                        StridedView<T> dst_base, Combine&& combine) {
+void scatter_by_offsets(StridedView<const std::type_identity_t<T>> src,
+                        StridedView<const index_t> offsets, StridedView<T> dst_base,
+                        Combine&& combine) {
   detail::for_each_run(
       "scatter_by_offsets",
       [&](index_t n, const std::array<index_t, 3>& stride, const T* in, const index_t* shift,

@@ -232,6 +232,47 @@ inline Layout offsets_layout(const IndexPlan& plan, const Tensor<index_t>& offse
   return layout::expand(l, sizes);
 }
 
+/// Applies a plan made by plan_index for `source`'s layout (possibly over only its leading
+/// dims): a view sharing the buffer when the plan has basic indices only, else a contiguous copy
+/// of the gathered elements. Lets callers such as TensorDict plan once per tensor and reuse the
+/// gather that Tensor::index performs.
+template <class T>
+Tensor<T> apply_index_plan(const Tensor<T>& source, const IndexPlan& plan) {
+  if (!plan.has_advanced()) return source.with_layout(plan.basic);
+  Tensor<T> out = Tensor<T>::empty(indexed_shape(plan));
+  const Tensor<index_t> offsets = gathered_offsets(plan);
+  gather_by_offsets(StridedView<const T>(source.element_pointer(), gathered_base(plan)),
+                    StridedView<const index_t>(offsets.element_pointer(),
+                                               offsets_layout(plan, offsets)),
+                    in_gathered_order(plan, out).view());
+  return out;
+}
+
+/// Writes `value`, broadcast to indexed_shape(plan), into the elements of `target` that a plan
+/// made for its layout selects; ShapeError naming `function` when the value does not broadcast.
+/// The value may alias the target (it is staged first when indices gather).
+template <class T>
+void put_index_plan(Tensor<T>& target, const IndexPlan& plan, const Tensor<T>& value,
+                    const char* function) {
+  const Shape shape = indexed_shape(plan);
+  if (value.dim() > static_cast<index_t>(shape.size()) ||
+      !(layout::broadcast_shapes(value.shape(), shape, function) == shape))
+    fail<ShapeError>(function, "value of shape ", value.shape(),
+                     " cannot be broadcast to the indexed shape ", shape);
+  const Tensor<T> source = value.expand(std::vector<index_t>(shape));
+  if (!plan.has_advanced()) {
+    copy(source.view(), StridedView<T>(target.element_pointer(), plan.basic));
+    return;
+  }
+  const Tensor<T> staged = in_gathered_order(plan, source).clone();
+  const Tensor<index_t> offsets = gathered_offsets(plan);
+  scatter_by_offsets(staged.view(),
+                     StridedView<const index_t>(offsets.element_pointer(),
+                                                offsets_layout(plan, offsets)),
+                     StridedView<T>(target.element_pointer(), gathered_base(plan)),
+                     [](T& target_value, const T& v) { target_value = v; });
+}
+
 }  // namespace detail
 
 template <class T>
@@ -251,8 +292,7 @@ template <class T>
 void Tensor<T>::index_put(std::initializer_list<TensorIndex> indices, const Tensor& value) {
   const auto plan = detail::plan_index(layout_, indices, this->dim(), "index_put");
   const Shape target = detail::indexed_shape(plan);
-  if (value.dim() > static_cast<index_t>(target.size()) ||
-      !(layout::broadcast_shapes(value.shape(), target, "index_put") == target))
+  if (!layout::broadcasts_to(value.shape(), target))
     detail::fail<ShapeError>("index_put", "value of shape ", value.shape(),
                              " cannot be broadcast to the indexed shape ", target);
   const Tensor source = value.expand(std::vector<index_t>(target));

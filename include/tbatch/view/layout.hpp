@@ -343,6 +343,24 @@ inline Layout unflatten(const Layout& l, index_t dim, const std::vector<index_t>
   return out;
 }
 
+/// Sliding windows along `dim` (torch's Tensor.unfold): `dim` becomes the window count
+/// (size_of_dim - size) / step + 1 with stride step * stride, and a new last dim of `size`
+/// holds each window's elements. Always a view; windows overlap when step < size.
+inline Layout unfold(const Layout& l, index_t dim, index_t size, index_t step) {
+  const index_t d = normalize_dim(dim, l.dim(), "unfold");
+  if (step <= 0) detail::fail<ValueError>("unfold", "step ", step, " must be positive");
+  if (size < 0 || size > l.shape[d])
+    detail::fail<ShapeError>("unfold", "window size ", size, " at dim ", dim,
+                             " must be between 0 and the dim's size ", l.shape[d]);
+  Layout out = l;
+  out.shape.set(d, (l.shape[d] - size) / step + 1);
+  // With one window the stride is never used; keeping it avoids overflowing on a huge step.
+  out.strides[d] = out.shape[d] > 1 ? l.strides[d] * step : l.strides[d];
+  out.shape.push_back(size);
+  out.strides.push_back(l.strides[d]);
+  return out;
+}
+
 /// Consecutive pieces of `dim` with the given sizes, which must sum to the dim's size.
 inline std::vector<Layout> split(const Layout& l, const std::vector<index_t>& sizes, index_t dim) {
   const index_t d = normalize_dim(dim, l.dim(), "split");
@@ -395,6 +413,15 @@ inline std::vector<Layout> unbind(const Layout& l, index_t dim) {
   for (index_t i = 0; i < l.shape[d]; ++i)
     pieces.push_back(select(l, d, i));
   return pieces;
+}
+
+/// True when `from` broadcasts to exactly `to` (numpy rules, as expand() accepts).
+inline bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const std::size_t lead = to.size() - from.size();
+  for (std::size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[lead + i]) return false;
+  return true;
 }
 
 /// The shape both `a` and `b` broadcast to (numpy rules); ShapeError naming `function`.

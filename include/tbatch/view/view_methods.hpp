@@ -75,6 +75,10 @@ class ViewMethods {
   Derived unflatten(index_t dim, const std::vector<index_t>& sizes) const {
     return rebind(layout::unflatten(layout(), dim, sizes));
   }
+  /// Sliding windows of `size` elements every `step` along `dim`, as a new last dim (torch).
+  Derived unfold(index_t dim, index_t size, index_t step) const {
+    return rebind(layout::unfold(layout(), dim, size, step));
+  }
   std::vector<Derived> split(index_t size, index_t dim = 0) const {
     return rebind_all(layout::split(layout(), size, dim));
   }

@@ -1,0 +1,163 @@
+#include <algorithm>
+#include <random>
+
+#include "test_support.hpp"
+
+using namespace tbatch;
+using tbatch::testing::element_at;
+using tbatch::testing::for_each_index;
+using tbatch::testing::iota;
+using tbatch::testing::random_shape;
+using tbatch::testing::value_of;
+
+namespace {
+// A random strided view of a fresh buffer: permuted, maybe sliced with a step or reversed.
+template <class T>
+Tensor<T> random_view(std::mt19937& rng, const Shape& logical) {
+  const index_t rank = logical.size();
+  std::vector<index_t> order(rank);
+  for (index_t d = 0; d < rank; ++d)
+    order[d] = d;
+  std::shuffle(order.begin(), order.end(), rng);
+  // Build storage in permuted order with room for a step-2 slice on one dim.
+  Shape storage_shape;
+  for (index_t d = 0; d < rank; ++d)
+    storage_shape.push_back(logical[order[d]] * 2);
+  Tensor<T> storage = tbatch::testing::random_tensor<T>(storage_shape, rng);
+  std::uniform_int_distribution<int> kind(0, 2);
+  for (index_t d = 0; d < rank; ++d) {
+    const index_t n = logical[order[d]];
+    switch (kind(rng)) {
+      case 0:
+        storage = storage.narrow(d, 0, n);
+        break;
+      case 1:
+        storage = storage.slice(d, 0, 2 * n, 2);
+        break;
+      default:
+        storage = storage.slice(d, n == 0 ? 0 : 2 * n - 1, std::nullopt, -2);
+        break;
+    }
+  }
+  std::vector<index_t> inverse(rank);
+  for (index_t d = 0; d < rank; ++d)
+    inverse[order[d]] = d;
+  return storage.permute(inverse);
+}
+}  // namespace
+
+TEST_CASE("the planner merges contiguous dims into one run", "[engine]") {
+  Tensor<float> t(Shape{4, 5, 6});
+  auto plan = detail::plan_runs<1>(t.shape(), {&t.strides()});
+  CHECK(plan.sizes == std::vector<index_t>{120});
+  Tensor<float> sliced = t.slice(1, 0, 3);  // (4, 3, 6): rows of 18 elements, stride 30
+  auto sliced_plan = detail::plan_runs<1>(sliced.shape(), {&sliced.strides()});
+  CHECK(sliced_plan.sizes == std::vector<index_t>{4, 18});
+  Tensor<float> tr = t.permute({2, 0, 1});  // ordered back by the destination's strides
+  auto tr_plan = detail::plan_runs<1>(tr.shape(), {&tr.strides()});
+  CHECK(tr_plan.sizes == std::vector<index_t>{120});
+  Tensor<float> ones(Shape{1, 1});
+  CHECK(detail::plan_runs<1>(ones.shape(), {&ones.strides()}).sizes == std::vector<index_t>{1});
+  CHECK(detail::plan_runs<1>(Shape{3, 0}, {&t.strides()}).numel == 0);
+}
+
+TEMPLATE_TEST_CASE("copy between random strided views equals a plain loop", "[engine]",
+                   TBATCH_ALL_DTYPES) {
+  using T = TestType;
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 60; ++trial) {
+    const Shape shape = random_shape(rng, 1 + trial % 4, 0, trial % 7 == 0 ? 40 : 6);
+    const Tensor<T> src = random_view<T>(rng, shape);
+    Tensor<T> dst = random_view<T>(rng, shape);
+    copy(src.view(), dst.view());
+    for_each_index(shape,
+                   [&](const auto& idx) { REQUIRE(element_at(dst, idx) == element_at(src, idx)); });
+  }
+}
+
+TEMPLATE_TEST_CASE("transposed copies take the tiled path and stay exact", "[engine]", float,
+                   std::uint8_t, double) {
+  using T = TestType;
+  const Tensor<T> src = iota<T>({67, 45}, 251);
+  Tensor<T> dst = Tensor<T>::empty({45, 67});
+  auto plan = detail::plan_runs<2>(dst.shape(), {&dst.strides(), &src.transpose(0, 1).strides()});
+  CHECK(detail::transposed_dim(plan) == 0);
+  copy(src.transpose(0, 1).view(), dst.view());
+  for (index_t i = 0; i < 45; ++i)
+    for (index_t j = 0; j < 67; ++j)
+      REQUIRE(dst(i, j) == src(j, i));
+  const Tensor<T> cube = iota<T>({9, 10, 11}, 251);
+  const Tensor<T> permuted = cube.permute({2, 0, 1}).contiguous();
+  for_each_index(permuted.shape(), [&](const auto& idx) {
+    REQUIRE(element_at(permuted, idx) == cube(idx[1], idx[2], idx[0]));
+  });
+}
+
+TEST_CASE("copy broadcasts expanded sources, converts types and handles overlap", "[engine]") {
+  const Tensor<float> row({3}, {1.5f, 2.5f, -3.5f});
+  Tensor<float> grid(Shape{4, 3});
+  copy(row.expand({4, 3}).view(), grid.view());
+  CHECK(grid(3, 2) == -3.5f);
+  Tensor<std::int32_t> ints(Shape{4, 3});
+  copy(grid.view(), ints.view());
+  CHECK(ints(0, 1) == 2);
+  CHECK(ints(2, 2) == -3);
+
+  // Shifting a buffer onto itself: the source is read before it is overwritten.
+  Tensor<std::int32_t> seq = Tensor<std::int32_t>::arange(10);
+  copy(seq.narrow(0, 0, 8).view(), seq.narrow(0, 2, 8).view());
+  CHECK(seq.to_vector() == std::vector<std::int32_t>{0, 1, 0, 1, 2, 3, 4, 5, 6, 7});
+  // In-place transpose of a square matrix through the staging buffer.
+  Tensor<std::int32_t> square = Tensor<std::int32_t>::arange(9).reshape({3, 3});
+  copy(square.transpose(0, 1).view(), square.view());
+  CHECK(square.to_vector() == std::vector<std::int32_t>{0, 3, 6, 1, 4, 7, 2, 5, 8});
+
+  TBATCH_CHECK_THROWS_WITH(copy(row.view(), grid.view()), ShapeError,
+                           "copy: source shape [3] does not match destination shape [4, 3]");
+}
+
+TEMPLATE_TEST_CASE("fill writes exactly the viewed elements", "[engine]", TBATCH_ALL_DTYPES) {
+  using T = TestType;
+  Tensor<T> t(Shape{5, 6});
+  fill(t.slice(1, 1, 6, 2).slice(0, std::nullopt, std::nullopt, -2).view(), value_of<T>(1));
+  for (index_t i = 0; i < 5; ++i)
+    for (index_t j = 0; j < 6; ++j)
+      CHECK(t(i, j) == value_of<T>(i % 2 == 0 && j % 2 == 1 ? 1 : 0));
+  fill(t.view(), value_of<T>(3));
+  for (T v : t.to_vector())
+    CHECK(v == value_of<T>(3));
+}
+
+TEST_CASE("for_each visits corresponding elements and can write", "[engine]") {
+  const Tensor<double> a = iota<double>({3, 4});
+  const Tensor<double> b = iota<double>({4, 3}).transpose(0, 1);
+  Tensor<double> sum(Shape{3, 4});
+  for_each([](double& out, const double& x, const double& y) { out = x + 10 * y; }, sum.view(),
+           a.view(), b.view());
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 4; ++j)
+      CHECK(sum(i, j) == a(i, j) + 10 * b(i, j));
+  index_t visits = 0;
+  for_each([&](const double&) { ++visits; }, a.expand({2, 3, 4}).view());
+  CHECK(visits == 24);
+  CHECK_THROWS_AS(for_each([](double&, const double&) {}, sum.view(), b.transpose(0, 1).view()),
+                  ShapeError);
+}
+
+TEST_CASE("gather_by_offsets and scatter_by_offsets move rows by element offsets", "[engine]") {
+  const Tensor<float> src = iota<float>({4, 3});
+  const Tensor<index_t> offsets({2}, {9, 0});  // rows 3 and 0
+  Tensor<float> out(Shape{2, 3});
+  const StridedView<const float> base(src.data(), Shape{2, 3}, {0, 1});
+  const StridedView<const index_t> shifts(offsets.data(), Shape{2, 3}, {1, 0});
+  gather_by_offsets(base, shifts, out.view());
+  CHECK(out.to_vector() == std::vector<float>{9, 10, 11, 0, 1, 2});
+
+  Tensor<float> target(Shape{4, 3});
+  const StridedView<float> target_base(target.data(), Shape{2, 3}, {0, 1});
+  scatter_by_offsets(out.view(), shifts, target_base, [](float& t, const float& v) { t += v; });
+  scatter_by_offsets(out.view(), shifts, target_base, [](float& t, const float& v) { t += v; });
+  CHECK(target(3, 2) == 22);
+  CHECK(target(0, 1) == 2);
+  CHECK(target(1, 1) == 0);
+}
