@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "tbatch/core/small_vector.hpp"
 #include "tbatch/view/strided_view.hpp"
 
 namespace tbatch {
@@ -22,8 +23,8 @@ namespace detail {
 /// strides for those dims. numel == 0 means there is nothing to visit.
 template <std::size_t N>
 struct RunPlan {
-  std::vector<index_t> sizes;
-  std::array<std::vector<index_t>, N> strides;
+  SmallVector<index_t, 8> sizes;
+  std::array<SmallVector<index_t, 8>, N> strides;
   index_t numel = 0;
 
   index_t run_length() const { return sizes.back(); }
@@ -38,7 +39,7 @@ RunPlan<N> plan_runs(const Shape& shape,
   RunPlan<N> plan;
   plan.numel = shape.numel();
   if (plan.numel == 0) return plan;
-  std::vector<std::size_t> dims;
+  SmallVector<std::size_t, 8> dims;
   for (std::size_t d = 0; d < shape.size(); ++d)
     if (shape[d] != 1) dims.push_back(d);
   // true when dim a should be visited outside dim b (it has the larger stride).
@@ -82,7 +83,7 @@ template <std::size_t N, class Visit>
 void walk_runs(const RunPlan<N>& plan, std::array<index_t, N> origin, Visit&& visit) {
   if (plan.numel == 0) return;
   const std::size_t outer = plan.sizes.size() - 1;
-  std::vector<index_t> counter(outer, 0);
+  SmallVector<index_t, 8> counter(outer, 0);
   std::array<index_t, N> offsets = origin;
   while (true) {
     visit(offsets);
