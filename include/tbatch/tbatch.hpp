@@ -20,3 +20,5 @@
 #include "tbatch/batch/conversions.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
+
+#include "tbatch/ops/space_to_batch.hpp"
