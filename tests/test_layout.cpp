@@ -11,7 +11,6 @@ using tbatch::testing::random_shape;
 using tbatch::testing::value_of;
 
 namespace {
-using Strides = std::vector<index_t>;
 
 // Python's slice semantics, written as a membership test over every index of the dim.
 std::vector<index_t> python_slice(index_t size, std::optional<index_t> start,

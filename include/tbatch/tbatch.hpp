@@ -22,3 +22,6 @@
 #include "tbatch/batch/metadata.hpp"
 
 #include "tbatch/ops/space_to_batch.hpp"
+
+#include "tbatch/dict/any_tensor.hpp"
+#include "tbatch/dict/tensor_dict.hpp"

@@ -51,19 +51,22 @@ std::string concat(const Parts&... parts) {
 }
 
 /// Prints a list of values as "[a, b, c]" inside error messages.
-template <class V>
+template <class Range>
 struct Listed {
-  const std::vector<V>& values;
+  const Range& values;
   friend std::ostream& operator<<(std::ostream& out, const Listed& l) {
     out << '[';
-    for (std::size_t i = 0; i < l.values.size(); ++i)
-      out << (i ? ", " : "") << l.values[i];
+    bool first = true;
+    for (const auto& v : l.values) {
+      out << (first ? "" : ", ") << v;
+      first = false;
+    }
     return out << ']';
   }
 };
-template <class V>
-Listed<V> listed(const std::vector<V>& values) {
-  return Listed<V>{values};
+template <class Range>
+Listed<Range> listed(const Range& values) {
+  return Listed<Range>{values};
 }
 
 /// Throws `E` whose message is "<function>: <parts...>".

@@ -35,13 +35,10 @@ class Shape {
     return shape;
   }
 
-  Shape(const Shape& other) { assign(other.begin(), other.end()); }
+  Shape(const Shape& other) { copy_from(other); }
   Shape(Shape&& other) noexcept { take(std::move(other)); }
   Shape& operator=(const Shape& other) {
-    if (this != &other) {
-      size_ = 0;
-      assign(other.begin(), other.end());
-    }
+    if (this != &other) copy_from(other);
     return *this;
   }
   Shape& operator=(Shape&& other) noexcept {
@@ -131,6 +128,13 @@ class Shape {
   void assign(It first, It last) {
     for (; first != last; ++first)
       push_back(static_cast<index_t>(*first));
+  }
+  // Copies sizes already validated by `other`.
+  void copy_from(const Shape& other) {
+    size_ = 0;
+    reserve(other.size_);
+    std::copy(other.begin(), other.end(), mutable_data());
+    size_ = other.size_;
   }
   void take(Shape&& other) {
     size_ = other.size_;

@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
+#include <ostream>
 #include <type_traits>
+#include <vector>
 
 #include "tbatch/core/config.hpp"
 
@@ -24,12 +26,18 @@ class SmallVector {
     for (const T& v : values)
       push_back(v);
   }
-  SmallVector(const SmallVector& other) { append(other.begin(), other.end()); }
+  template <class It>
+  SmallVector(It first, It last) {
+    append(first, last);
+  }
+  SmallVector(const SmallVector& other) { copy_from(other); }
+  SmallVector(SmallVector&& other) noexcept { take(std::move(other)); }
   SmallVector& operator=(const SmallVector& other) {
-    if (this != &other) {
-      size_ = 0;
-      append(other.begin(), other.end());
-    }
+    if (this != &other) copy_from(other);
+    return *this;
+  }
+  SmallVector& operator=(SmallVector&& other) noexcept {
+    if (this != &other) take(std::move(other));
     return *this;
   }
   ~SmallVector() = default;
@@ -62,6 +70,32 @@ class SmallVector {
     std::fill(data() + std::min(n, size_), data() + n, value);
     size_ = n;
   }
+  /// Inserts `value` before `pos`; returns an iterator to it.
+  T* insert(const T* pos, T value) {
+    const std::size_t at = static_cast<std::size_t>(pos - begin());
+    reserve(size_ + 1);
+    std::copy_backward(begin() + at, end(), end() + 1);
+    data()[at] = value;
+    ++size_;
+    return begin() + at;
+  }
+  /// Inserts [first, last) before `pos`.
+  template <class It>
+  T* insert(const T* pos, It first, It last) {
+    std::size_t at = static_cast<std::size_t>(pos - begin());
+    const std::size_t start = at;
+    for (; first != last; ++first)
+      insert(begin() + at++, *first);
+    return begin() + start;
+  }
+  /// Removes the element at `pos`; returns an iterator to the next one.
+  T* erase(const T* pos) {
+    const std::size_t at = static_cast<std::size_t>(pos - begin());
+    std::copy(begin() + at + 1, end(), begin() + at);
+    --size_;
+    return begin() + at;
+  }
+  void clear() { size_ = 0; }
   template <class It>
   void append(It first, It last) {
     for (; first != last; ++first)
@@ -73,6 +107,26 @@ class SmallVector {
   }
 
  private:
+  void copy_from(const SmallVector& other) {
+    if (!other.heap_ && !heap_) {
+      std::copy(other.inline_, other.inline_ + N, inline_);  // fixed size: no branches
+    } else {
+      reserve(other.size_);
+      std::copy(other.begin(), other.end(), data());
+    }
+    size_ = other.size_;
+  }
+  void take(SmallVector&& other) {
+    if (other.heap_) {
+      heap_ = std::move(other.heap_);
+      capacity_ = other.capacity_;
+      size_ = other.size_;
+      other.capacity_ = N;
+      other.size_ = 0;
+    } else {
+      copy_from(other);
+    }
+  }
   void reserve(std::size_t n) {
     if (n <= capacity_) return;
     const std::size_t grown = std::max(n, 2 * capacity_);
@@ -89,3 +143,36 @@ class SmallVector {
 };
 
 }  // namespace tbatch::detail
+
+namespace tbatch {
+
+/// Strides of a layout, in elements: a small vector (no heap for rank <= 8) that converts to
+/// and compares with std::vector<index_t>, so code written against vectors keeps working.
+class Strides : public detail::SmallVector<index_t, 8> {
+  using Base = detail::SmallVector<index_t, 8>;
+
+ public:
+  using Base::Base;
+  Strides() = default;
+  Strides(std::initializer_list<index_t> values) : Base(values) {}
+  Strides(const std::vector<index_t>& values) : Base(values.begin(), values.end()) {}
+  explicit Strides(std::size_t n, index_t value = 0) : Base(n, value) {}
+
+  operator std::vector<index_t>() const { return std::vector<index_t>(begin(), end()); }
+  std::vector<index_t> to_vector() const { return *this; }
+
+  friend bool operator==(const Strides& a, const Strides& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend bool operator==(const Strides& a, const std::vector<index_t>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend std::ostream& operator<<(std::ostream& out, const Strides& strides) {
+    out << '[';
+    for (std::size_t d = 0; d < strides.size(); ++d)
+      out << (d ? ", " : "") << strides[d];
+    return out << ']';
+  }
+};
+
+}  // namespace tbatch

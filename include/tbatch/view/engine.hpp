@@ -33,9 +33,8 @@ struct RunPlan {
 
 /// Plans the walk over operands that share `shape`; operand 0 (the destination) decides the
 /// visiting order, later operands break its ties and its broadcast (stride-0) dims.
-template <std::size_t N>
-RunPlan<N> plan_runs(const Shape& shape,
-                     const std::array<const std::vector<index_t>*, N>& strides) {
+template <std::size_t N, class StrideList = Strides>
+RunPlan<N> plan_runs(const Shape& shape, const std::array<const StrideList*, N>& strides) {
   RunPlan<N> plan;
   plan.numel = shape.numel();
   if (plan.numel == 0) return plan;

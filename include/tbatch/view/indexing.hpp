@@ -88,6 +88,8 @@ inline IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIn
   if (consumed > indexable)
     fail<IndexError>(function, "too many indices: ", consumed, " dims indexed but only ", indexable,
                      " can be");
+  // Dims the Ellipsis stands for, fixed before NewAxis and scalar masks insert dims.
+  const index_t ellipsis_width = indexable - consumed;
   IndexPlan plan;
   plan.basic = source;
   index_t dim = 0;  // current dim of plan.basic
@@ -105,11 +107,10 @@ inline IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIn
             plan.basic = layout::slice(plan.basic, dim, v.start, v.stop, v.step);
             ++dim;
           } else if constexpr (std::is_same_v<V, EllipsisT>) {
-            dim += indexable - consumed;
+            dim += ellipsis_width;
           } else if constexpr (std::is_same_v<V, NewAxisT>) {
             plan.basic = layout::unsqueeze(plan.basic, dim);
             ++dim;
-            ++indexable;
           } else if constexpr (std::is_same_v<V, Tensor<index_t>>) {
             plan.indices.push_back(normalized_positions(v, plan.basic.shape[dim], dim, function));
             plan.advanced_dims.push_back(dim++);
@@ -117,7 +118,6 @@ inline IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIn
             plan.basic = layout::unsqueeze(plan.basic, dim);
             plan.indices.push_back(Tensor<index_t>(Shape{*v.data() ? 1 : 0}));
             plan.advanced_dims.push_back(dim++);
-            ++indexable;
           } else {
             for (index_t k = 0; k < v.dim(); ++k)
               if (v.size(k) != plan.basic.shape[dim + k])
@@ -241,10 +241,10 @@ Tensor<T> apply_index_plan(const Tensor<T>& source, const IndexPlan& plan) {
   if (!plan.has_advanced()) return source.with_layout(plan.basic);
   Tensor<T> out = Tensor<T>::empty(indexed_shape(plan));
   const Tensor<index_t> offsets = gathered_offsets(plan);
-  gather_by_offsets(StridedView<const T>(source.element_pointer(), gathered_base(plan)),
-                    StridedView<const index_t>(offsets.element_pointer(),
-                                               offsets_layout(plan, offsets)),
-                    in_gathered_order(plan, out).view());
+  gather_by_offsets(
+      StridedView<const T>(source.element_pointer(), gathered_base(plan)),
+      StridedView<const index_t>(offsets.element_pointer(), offsets_layout(plan, offsets)),
+      in_gathered_order(plan, out).view());
   return out;
 }
 
@@ -255,8 +255,7 @@ template <class T>
 void put_index_plan(Tensor<T>& target, const IndexPlan& plan, const Tensor<T>& value,
                     const char* function) {
   const Shape shape = indexed_shape(plan);
-  if (value.dim() > static_cast<index_t>(shape.size()) ||
-      !(layout::broadcast_shapes(value.shape(), shape, function) == shape))
+  if (!layout::broadcasts_to(value.shape(), shape))
     fail<ShapeError>(function, "value of shape ", value.shape(),
                      " cannot be broadcast to the indexed shape ", shape);
   const Tensor<T> source = value.expand(std::vector<index_t>(shape));
@@ -266,11 +265,11 @@ void put_index_plan(Tensor<T>& target, const IndexPlan& plan, const Tensor<T>& v
   }
   const Tensor<T> staged = in_gathered_order(plan, source).clone();
   const Tensor<index_t> offsets = gathered_offsets(plan);
-  scatter_by_offsets(staged.view(),
-                     StridedView<const index_t>(offsets.element_pointer(),
-                                                offsets_layout(plan, offsets)),
-                     StridedView<T>(target.element_pointer(), gathered_base(plan)),
-                     [](T& target_value, const T& v) { target_value = v; });
+  scatter_by_offsets(
+      staged.view(),
+      StridedView<const index_t>(offsets.element_pointer(), offsets_layout(plan, offsets)),
+      StridedView<T>(target.element_pointer(), gathered_base(plan)),
+      [](T& target_value, const T& v) { target_value = v; });
 }
 
 }  // namespace detail

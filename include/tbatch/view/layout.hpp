@@ -10,6 +10,7 @@
 #include "tbatch/core/config.hpp"
 #include "tbatch/core/errors.hpp"
 #include "tbatch/core/shape.hpp"
+#include "tbatch/core/small_vector.hpp"
 
 namespace tbatch {
 
@@ -17,7 +18,7 @@ namespace tbatch {
 /// offset + sum(i_d * strides[d]).
 struct Layout {
   Shape shape;
-  std::vector<index_t> strides;
+  Strides strides;
   index_t offset = 0;
 
   index_t dim() const { return static_cast<index_t>(shape.size()); }
@@ -26,8 +27,8 @@ struct Layout {
 namespace layout {
 
 /// Row-major strides of `shape`.
-inline std::vector<index_t> contiguous_strides(const Shape& shape) {
-  std::vector<index_t> strides(shape.size());
+inline Strides contiguous_strides(const Shape& shape) {
+  Strides strides(shape.size());
   index_t stride = 1;
   for (std::size_t d = shape.size(); d-- > 0;) {
     strides[d] = stride;
@@ -272,7 +273,7 @@ inline std::optional<Layout> try_view(const Layout& l, const std::vector<index_t
   }
   // Walk old dims from the back in chunks that are contiguous among themselves, and give each
   // chunk's new dims strides based on the chunk's innermost stride.
-  std::vector<index_t> strides(shape.size());
+  Strides strides(shape.size());
   index_t view_d = static_cast<index_t>(shape.size()) - 1;
   index_t chunk_base_stride = l.strides.back();
   index_t tensor_numel = 1, view_numel = 1;

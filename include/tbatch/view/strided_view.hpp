@@ -24,7 +24,7 @@ class StridedView : public ViewMethods<StridedView<T>> {
   /// Contiguous row-major view of `shape` at `data`.
   StridedView(T* data, Shape shape) : base_(data), layout_(layout::contiguous(std::move(shape))) {}
   /// View of `shape` with `strides` (in elements, may be negative or 0) at `data`.
-  StridedView(T* data, Shape shape, std::vector<index_t> strides)
+  StridedView(T* data, Shape shape, Strides strides)
       : base_(data), layout_{std::move(shape), std::move(strides), 0} {
     if (layout_.strides.size() != layout_.shape.size())
       detail::fail<ShapeError>("StridedView", "got ", layout_.strides.size(),

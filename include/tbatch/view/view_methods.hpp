@@ -21,7 +21,7 @@ class ViewMethods {
   /// Size of `d` (negative counts from the end).
   index_t size(index_t d) const { return layout().shape[layout::normalize_dim(d, dim(), "size")]; }
   index_t numel() const { return layout().shape.numel(); }
-  const std::vector<index_t>& strides() const { return layout().strides; }
+  const Strides& strides() const { return layout().strides; }
   /// Stride of `d` in elements.
   index_t stride(index_t d) const {
     return layout().strides[layout::normalize_dim(d, dim(), "stride")];
