@@ -171,3 +171,27 @@ TEMPLATE_TEST_CASE("StridedView wraps caller memory without owning it", "[tensor
                            "got 2 strides for a shape of rank 1");
   CHECK_THROWS_AS(v.transpose(0, 1).reshape({12}), ShapeError);
 }
+
+TEST_CASE("large freed buffers are recycled through a bounded cache", "[tensor][storage]") {
+  set_buffer_cache_limit(std::size_t(64) << 20);
+  const std::size_t held = buffer_cache_bytes();
+  const float* first = nullptr;
+  {
+    Tensor<float> big(Shape{1 << 20}, 3.0f);  // 4 MiB
+    first = big.data();
+  }
+  CHECK(buffer_cache_bytes() == held + (std::size_t(4) << 20));
+  Tensor<float> again(Shape{1 << 20});  // reuses the block, and is still zero-filled
+  CHECK(again.data() == first);
+  CHECK(buffer_cache_bytes() == held);
+  CHECK(again.flat().maxCoeff() == 0.0f);
+  {
+    Tensor<float> small(Shape{1000});  // below 1 MiB: never cached
+  }
+  CHECK(buffer_cache_bytes() == held);
+  set_buffer_cache_limit(0);
+  CHECK(buffer_cache_bytes() == 0);
+  { Tensor<float> dropped(Shape{1 << 20}); }
+  CHECK(buffer_cache_bytes() == 0);
+  set_buffer_cache_limit(std::size_t(512) << 20);
+}

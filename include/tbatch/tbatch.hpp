@@ -21,6 +21,7 @@
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
 
+#include "tbatch/ops/pad.hpp"
 #include "tbatch/ops/space_to_batch.hpp"
 
 #include "tbatch/dict/any_tensor.hpp"

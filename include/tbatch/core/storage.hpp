@@ -7,13 +7,15 @@
 #include <new>
 #include <type_traits>
 
+#include "tbatch/core/block_cache.hpp"
 #include "tbatch/core/checked_math.hpp"
 #include "tbatch/core/config.hpp"
 
 namespace tbatch {
 
 /// An aligned buffer of `size()` elements, owned by whoever holds the shared_ptr to it.
-/// Allocated with Eigen's aligned allocator so Eigen maps over it can use aligned loads.
+/// Allocated with Eigen's aligned allocator so Eigen maps over it can use aligned loads; large
+/// buffers are recycled through detail::BlockCache.
 template <class T>
 class Storage {
   static_assert(std::is_trivially_copyable_v<T>, "tbatch elements are trivially copyable");
@@ -33,7 +35,7 @@ class Storage {
 
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
-  ~Storage() { Eigen::internal::aligned_free(data_); }
+  ~Storage() { detail::BlockCache::instance().release(data_, bytes_); }
 
   T* data() { return data_; }
   const T* data() const { return data_; }
@@ -41,11 +43,13 @@ class Storage {
 
  private:
   Storage(index_t bytes, index_t size)
-      : data_(static_cast<T*>(Eigen::internal::aligned_malloc(bytes > 0 ? bytes : 1))),
-        size_(size) {}
+      : data_(static_cast<T*>(detail::BlockCache::instance().allocate(std::size_t(bytes)))),
+        size_(size),
+        bytes_(std::size_t(bytes)) {}
 
   T* data_;
   index_t size_;
+  std::size_t bytes_;
 };
 
 }  // namespace tbatch

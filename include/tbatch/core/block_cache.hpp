@@ -1,0 +1,112 @@
+#pragma once
+// The cache of large freed buffers. Freeing a large buffer returns its pages to the system and
+// the next batch of the same size pays a page fault per 4 KiB again (on this class of machine,
+// first-touching 64 MiB costs 4x rewriting it). Large buffers are kept here instead, bounded,
+// and handed back to the next allocation that fits, as allocators with retention do.
+
+#include <Eigen/Core>
+#include <cstddef>
+#include <mutex>
+#include <vector>
+
+namespace tbatch {
+
+namespace detail {
+
+class BlockCache {
+ public:
+  static constexpr std::size_t min_block_bytes = std::size_t(1) << 20;
+
+  static BlockCache& instance() {
+    static BlockCache cache;
+    return cache;
+  }
+
+  /// A block of at least `bytes` (aligned as Eigen's allocator aligns).
+  void* allocate(std::size_t bytes) {
+    if (bytes >= min_block_bytes) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      // Best fit among blocks no more than twice the request, so a small request does not pin
+      // a huge block.
+      std::size_t best = blocks_.size();
+      for (std::size_t i = 0; i < blocks_.size(); ++i)
+        if (blocks_[i].bytes >= bytes && blocks_[i].bytes <= 2 * bytes &&
+            (best == blocks_.size() || blocks_[i].bytes < blocks_[best].bytes))
+          best = i;
+      if (best != blocks_.size()) {
+        Block block = blocks_[best];
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
+        cached_bytes_ -= block.bytes;
+        return block.data;
+      }
+    }
+    return Eigen::internal::aligned_malloc(bytes > 0 ? bytes : 1);
+  }
+
+  /// Returns a block from allocate(); large ones are kept while the cache has room.
+  void release(void* data, std::size_t bytes) {
+    if (bytes >= min_block_bytes) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cached_bytes_ + bytes <= limit_bytes_) {
+        blocks_.push_back({data, bytes});
+        cached_bytes_ += bytes;
+        return;
+      }
+    }
+    Eigen::internal::aligned_free(data);
+  }
+
+  void set_limit(std::size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    limit_bytes_ = bytes;
+    trim_locked();
+  }
+  std::size_t limit() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return limit_bytes_;
+  }
+  std::size_t cached() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_bytes_;
+  }
+
+  BlockCache(const BlockCache&) = delete;
+  BlockCache& operator=(const BlockCache&) = delete;
+  ~BlockCache() {
+    limit_bytes_ = 0;
+    trim_locked();
+  }
+
+ private:
+  struct Block {
+    void* data;
+    std::size_t bytes;
+  };
+  BlockCache() = default;
+  void trim_locked() {
+    while (cached_bytes_ > limit_bytes_ && !blocks_.empty()) {
+      cached_bytes_ -= blocks_.front().bytes;
+      Eigen::internal::aligned_free(blocks_.front().data);
+      blocks_.erase(blocks_.begin());
+    }
+  }
+
+  mutable std::mutex mutex_;
+  std::vector<Block> blocks_;
+  std::size_t cached_bytes_ = 0;
+  std::size_t limit_bytes_ = std::size_t(512) << 20;
+};
+
+}  // namespace detail
+
+/// Caps the memory tbatch keeps from freed large (>= 1 MiB) buffers for reuse; 0 disables the
+/// cache and frees what it holds. The default is 512 MiB.
+inline void set_buffer_cache_limit(std::size_t bytes) {
+  detail::BlockCache::instance().set_limit(bytes);
+}
+/// Bytes currently held by the buffer cache.
+inline std::size_t buffer_cache_bytes() {
+  return detail::BlockCache::instance().cached();
+}
+
+}  // namespace tbatch

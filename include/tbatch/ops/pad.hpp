@@ -1,0 +1,565 @@
+#pragma once
+// pad: constant, reflect, replicate, circular and symmetric padding of dense tensors and of
+// every batch layout. Pads are listed as in torch.nn.functional.pad and PyPTO (last dim
+// first) or as per-dim {before, after} pairs (first dim first, as TF and ONNX); negative pads
+// crop.
+//
+// One kernel serves every mode, through the view engine: the interior is one strided copy,
+// then each dim's two border slabs are written, innermost dim first. Constant mode fills
+// them; the other modes copy them from data already written: a reversed slice (reflect,
+// symmetric), a size-1 slice expanded (replicate) or a slice of the opposite end (circular).
+
+#include <algorithm>
+#include <array>
+#include <concepts>
+#include <initializer_list>
+#include <optional>
+#include <ostream>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tbatch/batch/conversions.hpp"
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/batch/metadata.hpp"
+#include "tbatch/core/checked_math.hpp"
+#include "tbatch/core/errors.hpp"
+#include "tbatch/core/tensor.hpp"
+#include "tbatch/view/engine.hpp"
+#include "tbatch/view/layout.hpp"
+
+namespace tbatch {
+
+/// How pad fills the border. For the source [1, 2, 3] padded by 2 on both sides:
+/// constant (value v) [v, v, 1, 2, 3, v, v]; reflect (edge not repeated) [3, 2, 1, 2, 3, 2, 1];
+/// symmetric (edge repeated) [2, 1, 1, 2, 3, 3, 2]; replicate (clamp) [1, 1, 1, 2, 3, 3, 3];
+/// circular (wrap) [2, 3, 1, 2, 3, 1, 2].
+enum class PadMode { constant, reflect, replicate, circular, symmetric };
+
+/// Name of a mode as torch spells it ("constant", "reflect", ...); "invalid" for other values.
+inline std::string_view pad_mode_name(PadMode mode) {
+  switch (mode) {
+    case PadMode::constant:
+      return "constant";
+    case PadMode::reflect:
+      return "reflect";
+    case PadMode::replicate:
+      return "replicate";
+    case PadMode::circular:
+      return "circular";
+    case PadMode::symmetric:
+      return "symmetric";
+  }
+  return "invalid";
+}
+inline std::ostream& operator<<(std::ostream& out, PadMode mode) {
+  return out << pad_mode_name(mode);
+}
+
+namespace detail {
+
+/// Padding of one dim: elements added before index 0 and after the last index (negative
+/// values crop).
+struct DimPad {
+  index_t before = 0;
+  index_t after = 0;
+
+  bool pads() const { return before != 0 || after != 0; }
+};
+
+inline void check_pad_mode(PadMode mode, const char* function) {
+  if (pad_mode_name(mode) == "invalid")
+    fail<ValueError>(function, "mode ", static_cast<int>(mode),
+                     " is not a PadMode; expected constant, reflect, replicate, circular or "
+                     "symmetric");
+}
+
+/// Only constant mode uses `value` (torch rejects a value for the other modes as well).
+template <class T>
+void check_pad_value(PadMode mode, T value, const char* function) {
+  if (mode != PadMode::constant && !(value == T(0)))
+    fail<ValueError>(function, "value ", widen(value), " is only used by mode constant; mode ",
+                     mode, " takes no value (leave it 0)");
+}
+
+/// Per-dim pads (first dim first) from a flat list in torch order: (before, after) of the last
+/// dim, then of the dim before it, ... `subject` completes "but <subject> rank r".
+inline std::vector<DimPad> pads_from_flat(const std::vector<index_t>& flat, index_t rank,
+                                          const char* function, const char* subject) {
+  if (flat.size() % 2 != 0)
+    fail<ValueError>(function, "pad ", listed(flat), " has odd length ", flat.size(),
+                     "; expected (before, after) pairs listed from the last dim backwards");
+  const index_t pairs = static_cast<index_t>(flat.size() / 2);
+  if (pairs > rank)
+    fail<ShapeError>(function, "pad ", listed(flat), " holds ", pairs,
+                     " (before, after) pairs but ", subject, " rank ", rank, "; expected at most ",
+                     2 * rank, " values");
+  std::vector<DimPad> pads(static_cast<std::size_t>(rank));
+  for (index_t k = 0; k < pairs; ++k)
+    pads[rank - 1 - k] = DimPad{flat[2 * k], flat[2 * k + 1]};
+  return pads;
+}
+
+/// Per-dim pads from {before, after} pairs, one per dim, first dim first; no pairs at all pads
+/// nothing (so `pad(x, {})`, which picks this form, means no padding as in the flat form).
+inline std::vector<DimPad> pads_from_pairs(const std::vector<std::array<index_t, 2>>& pairs,
+                                           index_t rank, const char* function,
+                                           const char* subject) {
+  if (pairs.empty()) return std::vector<DimPad>(static_cast<std::size_t>(rank));
+  if (static_cast<index_t>(pairs.size()) != rank)
+    fail<ShapeError>(function, "got ", pairs.size(), " {before, after} pairs but ", subject,
+                     " rank ", rank, "; expected one pair per dim, first dim first, or none");
+  std::vector<DimPad> pads;
+  pads.reserve(pairs.size());
+  for (const auto& pair : pairs)
+    pads.push_back(DimPad{pair[0], pair[1]});
+  return pads;
+}
+
+/// " of element i" for errors about batch elements, nothing for dense tensors.
+struct ElementSuffix {
+  index_t element = -1;
+  friend std::ostream& operator<<(std::ostream& out, const ElementSuffix& s) {
+    if (s.element >= 0) out << " of element " << s.element;
+    return out;
+  }
+};
+
+/// The shape of `shape` padded by `pads`, after checking every dim against the mode's limits:
+/// output sizes >= 0; reflect needs pads < size, symmetric and circular pads <= size,
+/// replicate a non-empty dim (only positive pads count; crops need no source data).
+inline Shape padded_shape(const Shape& shape, const std::vector<DimPad>& pads, PadMode mode,
+                          const char* function, index_t element = -1) {
+  TBATCH_ASSERT(pads.size() == shape.size());
+  const ElementSuffix of{element};
+  Shape out;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const index_t size = shape[d], before = pads[d].before, after = pads[d].after;
+    // Both partial sums are checked, so -before and -after are representable below.
+    checked_add(size, after, function);
+    const index_t padded = checked_add(checked_add(size, before, function), after, function);
+    if (padded < 0)
+      fail<ShapeError>(function, "padding (", before, ", ", after, ") at dim ", d, of,
+                       " would make its size ", size, " negative (", padded,
+                       "); crops may remove at most the whole dim");
+    const bool grows = before > 0 || after > 0;
+    const index_t widest = std::max(before, after);
+    if (mode == PadMode::reflect && grows && widest >= size)
+      fail<ValueError>(function, "padding (", before, ", ", after, ") at dim ", d, of,
+                       " must be less than its size ", size, " for mode reflect");
+    if ((mode == PadMode::symmetric || mode == PadMode::circular) && grows && widest > size)
+      fail<ValueError>(function, "padding (", before, ", ", after, ") at dim ", d, of,
+                       " must be at most its size ", size, " for mode ", mode);
+    if (mode == PadMode::replicate && grows && size == 0)
+      fail<ValueError>(function, "padding (", before, ", ", after, ") at dim ", d, of,
+                       " needs a non-empty dim for mode replicate, but its size is 0");
+    out.push_back(padded);
+  }
+  return out;
+}
+
+/// One dim of a pad, in output positions: [lo, hi) holds source elements lo - before ...,
+/// [0, lo) is the leading border and [hi, size_out) the trailing one.
+struct PadDim {
+  index_t size_in = 0, size_out = 0, before = 0, after = 0, lo = 0, hi = 0;
+
+  bool pads() const { return before != 0 || after != 0; }
+};
+
+inline std::vector<PadDim> plan_pad(const Shape& shape, const std::vector<DimPad>& pads) {
+  std::vector<PadDim> plan(shape.size());
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    PadDim& p = plan[d];
+    p.size_in = shape[d];
+    p.before = pads[d].before;
+    p.after = pads[d].after;
+    p.size_out = p.size_in + p.before + p.after;
+    p.lo = std::clamp<index_t>(p.before, 0, p.size_out);
+    p.hi = std::clamp<index_t>(p.before + p.size_in, 0, p.size_out);
+  }
+  return plan;
+}
+
+/// Slope of the map from a border's output positions to the positions it copies:
+/// reflect and symmetric run backwards, replicate stays put, circular runs forwards.
+inline index_t border_slope(PadMode mode) {
+  switch (mode) {
+    case PadMode::reflect:
+    case PadMode::symmetric:
+      return -1;
+    case PadMode::replicate:
+      return 0;
+    default:
+      return 1;
+  }
+}
+
+/// The output position whose element the border position `j` copies: the mode's index rule
+/// maps j's source coordinate (outside [0, size_in)) back into the source, and the result is
+/// shifted to where the interior holds it.
+inline index_t border_source(PadMode mode, const PadDim& p, index_t j) {
+  const index_t c = j - p.before, n = p.size_in;
+  index_t m = 0;
+  switch (mode) {
+    case PadMode::reflect:
+      m = c < 0 ? -c : 2 * (n - 1) - c;
+      break;
+    case PadMode::symmetric:
+      m = c < 0 ? -c - 1 : 2 * n - 1 - c;
+      break;
+    case PadMode::replicate:
+      m = c < 0 ? 0 : n - 1;
+      break;
+    case PadMode::circular:
+      m = c < 0 ? c + n : c - n;
+      break;
+    case PadMode::constant:
+      break;
+  }
+  return m + p.before;
+}
+
+/// True when both borders of a dim copy only positions of the written interior [lo, hi); a
+/// crop on the far side can remove the data a border mirrors (reflect (2, -3) of 4 elements).
+inline bool borders_read_interior(PadMode mode, const PadDim& p) {
+  auto inside = [&](index_t j0, index_t j1) {
+    if (j0 >= j1) return true;
+    const index_t a = border_source(mode, p, j0), b = border_source(mode, p, j1 - 1);
+    return std::min(a, b) >= p.lo && std::max(a, b) < p.hi;
+  };
+  return inside(0, p.lo) && inside(p.hi, p.size_out);
+}
+
+/// The view of `region` that border positions [j0, j0 + n) of `dim` copy from.
+template <class T>
+StridedView<const T> border_source_view(const StridedView<T>& region, index_t dim, PadMode mode,
+                                        const PadDim& p, index_t j0, index_t n) {
+  const StridedView<const T> from = region;
+  const index_t first = border_source(mode, p, j0);
+  switch (border_slope(mode)) {
+    case 0: {
+      std::vector<index_t> sizes(static_cast<std::size_t>(region.dim()), -1);
+      sizes[dim] = n;
+      return from.narrow(dim, first, 1).expand(sizes);
+    }
+    case -1:
+      return from.narrow(dim, first - n + 1, n).slice(dim, std::nullopt, std::nullopt, -1);
+    default:
+      return from.narrow(dim, first, n);
+  }
+}
+
+/// Pads `src` into `dst` (shapes already checked, no overlap) when every border reads the
+/// written interior: the interior copy, then per dim (innermost first) its border slabs over
+/// the dims already done (whole) and the dims still to do (interior only).
+template <class T>
+void pad_block(const StridedView<const T>& src, const StridedView<T>& dst,
+               const std::vector<PadDim>& plan, PadMode mode, T value) {
+  const index_t rank = dst.dim();
+  StridedView<const T> from = src;
+  StridedView<T> to = dst;
+  bool has_interior = true;
+  for (index_t d = 0; d < rank; ++d) {
+    const PadDim& p = plan[d];
+    if (!p.pads()) continue;
+    if (p.hi == p.lo) has_interior = false;
+    if (!has_interior) break;
+    from = from.narrow(d, p.lo - p.before, p.hi - p.lo);
+    to = to.narrow(d, p.lo, p.hi - p.lo);
+  }
+  if (has_interior) copy_planned<T, T>(from, to);
+
+  for (index_t d = rank; d-- > 0;) {
+    const PadDim& p = plan[d];
+    if (!p.pads()) continue;
+    StridedView<T> region = dst;
+    for (index_t e = 0; e < d; ++e)
+      if (plan[e].pads()) region = region.narrow(e, plan[e].lo, plan[e].hi - plan[e].lo);
+    if (region.numel() == 0) continue;
+    const std::array<std::pair<index_t, index_t>, 2> borders{
+        {{0, p.lo}, {p.hi, p.size_out - p.hi}}};
+    for (const auto& [j0, n] : borders) {
+      if (n == 0) continue;
+      const StridedView<T> slab = region.narrow(d, j0, n);
+      if (mode == PadMode::constant)
+        fill(slab, value);
+      else
+        copy_planned<T, T>(border_source_view(region, d, mode, p, j0, n), slab);
+    }
+  }
+}
+
+/// Bytes of output per block: small enough that a block's interior is still in cache when its
+/// borders are copied from it.
+inline constexpr index_t pad_block_bytes = index_t(1) << 19;
+
+/// pad_block over blocks of the leading dims that are not padded (they are independent), so
+/// each block's borders are written while the block is in cache.
+template <class T>
+void pad_blocked(const StridedView<const T>& src, const StridedView<T>& dst,
+                 std::vector<PadDim> plan, PadMode mode, T value) {
+  index_t lead = 0;
+  while (lead < dst.dim() && !plan[lead].pads())
+    ++lead;
+  if (lead == 0 || lead == dst.dim()) {
+    pad_block(src, dst, plan, mode, value);
+    return;
+  }
+  StridedView<const T> in = src;
+  StridedView<T> out = dst;
+  if (lead > 1) {  // fold the leading dims into one when both layouts allow it
+    auto in_folded = layout::try_flatten(src.layout(), 0, lead - 1);
+    auto out_folded = layout::try_flatten(dst.layout(), 0, lead - 1);
+    if (in_folded && out_folded) {
+      in = src.with_layout(std::move(*in_folded));
+      out = dst.with_layout(std::move(*out_folded));
+      plan.erase(plan.begin() + 1, plan.begin() + lead);
+    }
+  }
+  const index_t rows = out.size(0);
+  const index_t row_bytes = out.numel() / rows * index_t(sizeof(T));
+  const index_t step = std::max<index_t>(1, pad_block_bytes / std::max<index_t>(row_bytes, 1));
+  for (index_t r = 0; r < rows; r += step) {
+    const index_t n = std::min(step, rows - r);
+    pad_block(in.narrow(0, r, n), out.narrow(0, r, n), plan, mode, value);
+  }
+}
+
+/// The pad kernel: writes `src` padded by `pads` into `dst` (shape checked by the caller, no
+/// overlap with src). Dims whose borders mirror data a crop removed are padded into a
+/// temporary without that crop (without crops every border reads the interior, by the mode's
+/// limits), and the crop is copied out of it.
+template <class T>
+void pad_views(const StridedView<const T>& src, const StridedView<T>& dst,
+               const std::vector<DimPad>& pads, PadMode mode, T value) {
+  if (dst.numel() == 0) return;
+  const std::vector<PadDim> plan = plan_pad(src.shape(), pads);
+  if (mode != PadMode::constant) {
+    std::vector<DimPad> uncropped = pads;
+    bool needs_temporary = false;
+    for (std::size_t d = 0; d < plan.size(); ++d) {
+      if (!plan[d].pads() || borders_read_interior(mode, plan[d])) continue;
+      uncropped[d] =
+          DimPad{std::max<index_t>(pads[d].before, 0), std::max<index_t>(pads[d].after, 0)};
+      needs_temporary = true;
+    }
+    if (needs_temporary) {
+      Shape wide;
+      for (std::size_t d = 0; d < plan.size(); ++d)
+        wide.push_back(plan[d].size_in + uncropped[d].before + uncropped[d].after);
+      Tensor<T> canvas = Tensor<T>::empty(wide);
+      const std::vector<PadDim> uncropped_plan = plan_pad(src.shape(), uncropped);
+      for ([[maybe_unused]] const PadDim& p : uncropped_plan)
+        TBATCH_ASSERT(!p.pads() || borders_read_interior(mode, p));
+      pad_blocked(src, canvas.view(), uncropped_plan, mode, value);
+      StridedView<const T> cropped = canvas.view();
+      for (std::size_t d = 0; d < plan.size(); ++d)
+        cropped = cropped.narrow(static_cast<index_t>(d), uncropped[d].before - pads[d].before,
+                                 plan[d].size_out);
+      copy_planned<T, T>(cropped, dst);
+      return;
+    }
+  }
+  pad_blocked(src, dst, plan, mode, value);
+}
+
+/// True when two elements of the layout share an address (an expanded view, say), which an
+/// output must not do.
+inline bool writes_overlap(const Shape& shape, const Strides& strides) {
+  if (shape.numel() <= 1) return false;
+  std::vector<std::pair<index_t, index_t>> dims;  // (|stride|, size) of dims with size > 1
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] > 1) dims.emplace_back(strides[d] < 0 ? -strides[d] : strides[d], shape[d]);
+  std::sort(dims.begin(), dims.end());
+  index_t reach = 0;  // farthest offset the inner dims reach
+  for (const auto& [stride, size] : dims) {
+    if (stride <= reach) return true;
+    reach += stride * (size - 1);
+  }
+  return false;
+}
+
+template <class T>
+Tensor<T> pad_tensor(const Tensor<T>& x, const std::vector<DimPad>& pads, PadMode mode, T value) {
+  Tensor<T> out = Tensor<T>::empty(padded_shape(x.shape(), pads, mode, "pad"));
+  pad_views<T>(x.view(), out.view(), pads, mode, value);
+  return out;
+}
+
+/// Per-element (B, rank - 1) shape_per_tensor of padded element shapes.
+inline Tensor<index_t> shapes_to_shape_per_tensor(const std::vector<Shape>& shapes,
+                                                  index_t element_rank) {
+  const index_t batch = static_cast<index_t>(shapes.size());
+  Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch, element_rank - 1});
+  for (index_t i = 0; i < batch; ++i)
+    for (index_t d = 0; d + 1 < element_rank; ++d)
+      out.data()[i * (element_rank - 1) + d] = shapes[i][d];
+  return out;
+}
+
+/// A batch of the same layout as `batch` for elements of `shapes` (already padded and
+/// checked), allocated but with only the batch padding written (with `value`). Padded slots
+/// grow by the pads (max_shape + before + after); packed rows follow the new shapes.
+template <Batch B>
+B allocate_padded_batch(const B& batch, const std::vector<Shape>& shapes,
+                        const std::vector<DimPad>& pads, PadMode mode,
+                        typename B::value_type value) {
+  using T = typename B::value_type;
+  const index_t rank = batch.element_rank();
+  if constexpr (std::is_same_v<B, PackedBatch<T>>) {
+    const Shape last =
+        padded_shape(Shape{batch.last_dim()}, {pads.back()}, PadMode::constant, "pad");
+    Tensor<index_t> rows = Tensor<index_t>::empty(Shape{static_cast<index_t>(shapes.size())});
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      index_t n = 1;
+      for (index_t d = 0; d + 1 < rank; ++d)
+        n = checked_mul(n, shapes[i][d], "pad");
+      rows.data()[i] = n;
+    }
+    const Tensor<index_t> first_idx = get_first_idx(rows);
+    Tensor<T> data = Tensor<T>::empty(Shape{first_idx.data()[shapes.size()], last[0]});
+    return PackedBatch<T>(std::move(data), shapes_to_shape_per_tensor(shapes, rank), first_idx);
+  } else {
+    // Exact: every slot is an element, so the mode's limits apply even to an empty batch;
+    // padded: the slot's sizes only need to stay >= 0.
+    const Shape slot(batch.data().shape().begin() + 1, batch.data().shape().end());
+    const PadMode slot_mode = std::is_same_v<B, ExactBatch<T>> ? mode : PadMode::constant;
+    Shape data_shape{batch.batch_size()};
+    for (index_t s : padded_shape(slot, pads, slot_mode, "pad"))
+      data_shape.push_back(s);
+    Tensor<T> data = Tensor<T>::empty(data_shape);
+    if constexpr (std::is_same_v<B, ExactBatch<T>>) {
+      return ExactBatch<T>(std::move(data));
+    } else {
+      for (std::size_t i = 0; i < shapes.size(); ++i)
+        fill_padding(data.select(0, static_cast<index_t>(i)), shapes[i], value);
+      return PaddedBatch<T>(std::move(data), shapes_to_shape_per_tensor(shapes, rank));
+    }
+  }
+}
+
+/// pad for every batch layout, once: each element(i) is padded into element(i) of a result of
+/// the same layout, so borders only ever read the element's own data.
+template <Batch B>
+B pad_batch(const B& batch, const std::vector<DimPad>& pads, PadMode mode,
+            typename B::value_type value) {
+  using T = typename B::value_type;
+  std::vector<Shape> shapes;
+  shapes.reserve(static_cast<std::size_t>(batch.batch_size()));
+  for (index_t i = 0; i < batch.batch_size(); ++i)
+    shapes.push_back(padded_shape(batch.shape_of(i), pads, mode, "pad", i));
+  B out = allocate_padded_batch(batch, shapes, pads, mode, value);
+  for (index_t i = 0; i < batch.batch_size(); ++i) {
+    const Tensor<T> source = batch.element(i);
+    Tensor<T> target = out.element(i);
+    pad_views<T>(source.view(), target.view(), pads, mode, value);
+  }
+  return out;
+}
+
+inline constexpr const char* tensor_subject = "the tensor has";
+inline constexpr const char* batch_subject = "the batch's elements have";
+
+}  // namespace detail
+
+/// `x` padded by `pad`, listed from the last dim backwards as in torch.nn.functional.pad and
+/// PyPTO: (before_last, after_last, before_prev, after_prev, ...), even length, at most
+/// 2 * rank values; dims not listed are not padded. Negative values crop. In constant mode the
+/// border is `value`; the other modes take no value. Limits: reflect needs pads < size,
+/// symmetric and circular pads <= size, replicate a non-empty dim. Any strided `x`; the result
+/// is a new contiguous tensor.
+template <class T>
+Tensor<T> pad(const Tensor<T>& x, const std::vector<index_t>& pad, PadMode mode = PadMode::constant,
+              std::type_identity_t<T> value = T(0)) {
+  detail::check_pad_mode(mode, "pad");
+  detail::check_pad_value(mode, value, "pad");
+  return detail::pad_tensor(x, detail::pads_from_flat(pad, x.dim(), "pad", detail::tensor_subject),
+                            mode, value);
+}
+
+/// `x` padded by one {before, after} pair per dim, first dim first (the TF / ONNX order).
+template <class T>
+Tensor<T> pad(const Tensor<T>& x, const std::vector<std::array<index_t, 2>>& pairs,
+              PadMode mode = PadMode::constant, std::type_identity_t<T> value = T(0)) {
+  detail::check_pad_mode(mode, "pad");
+  detail::check_pad_value(mode, value, "pad");
+  return detail::pad_tensor(
+      x, detail::pads_from_pairs(pairs, x.dim(), "pad", detail::tensor_subject), mode, value);
+}
+template <class T>
+Tensor<T> pad(const Tensor<T>& x, std::initializer_list<std::array<index_t, 2>> pairs,
+              PadMode mode = PadMode::constant, std::type_identity_t<T> value = T(0)) {
+  return pad(x, std::vector<std::array<index_t, 2>>(pairs), mode, value);
+}
+
+/// The shape pad(x, pad, mode) has for an `x` of `shape`, checked as pad checks it (use it to
+/// size the output of pad_into).
+inline Shape pad_shape(const Shape& shape, const std::vector<index_t>& pad,
+                       PadMode mode = PadMode::constant) {
+  detail::check_pad_mode(mode, "pad_shape");
+  return detail::padded_shape(shape,
+                              detail::pads_from_flat(pad, static_cast<index_t>(shape.size()),
+                                                     "pad_shape", detail::tensor_subject),
+                              mode, "pad_shape");
+}
+
+/// pad into a caller-owned view `out` of shape pad_shape(x.shape(), pad, mode) (ShapeError
+/// otherwise), for example a slot of a larger tensor or memory the caller owns. `out` must not
+/// overlap `x` nor map two elements to one address (ValueError). Allocates nothing, except a
+/// temporary when a crop removes data a non-constant border mirrors.
+template <class S, class T>
+requires std::same_as<std::remove_const_t<S>, T>
+void pad_into(StridedView<S> x, const std::vector<index_t>& pad, StridedView<T> out,
+              PadMode mode = PadMode::constant, std::type_identity_t<T> value = T(0)) {
+  detail::check_pad_mode(mode, "pad_into");
+  detail::check_pad_value(mode, value, "pad_into");
+  const std::vector<detail::DimPad> pads =
+      detail::pads_from_flat(pad, x.dim(), "pad_into", detail::tensor_subject);
+  const Shape expected = detail::padded_shape(x.shape(), pads, mode, "pad_into");
+  if (!(out.shape() == expected))
+    detail::fail<ShapeError>("pad_into", "out has shape ", out.shape(), " but x of shape ",
+                             x.shape(), " padded by ", detail::listed(pad), " has shape ",
+                             expected);
+  if (detail::writes_overlap(out.shape(), out.strides()))
+    detail::fail<ValueError>("pad_into", "out has strides ", detail::listed(out.strides()),
+                             " for shape ", out.shape(),
+                             ", which put several elements at one address; expected a "
+                             "writable layout (not an expanded view)");
+  if (detail::may_overlap(x, out))
+    detail::fail<ValueError>("pad_into",
+                             "out shares memory with x; expected an output separate from x");
+  detail::pad_views<T>(StridedView<const T>(x), out, pads, mode, value);
+}
+
+/// Each element of a batch padded inside its own valid extent (borders never read the batch
+/// padding or a neighbour), returned in the same layout with updated shape_per_tensor /
+/// first_idx. `pad` applies to the element's dims, last dim first. Padded slots grow by the
+/// pads and everything outside the elements is `value`.
+template <Batch B>
+B pad(const B& batch, const std::vector<index_t>& pad, PadMode mode = PadMode::constant,
+      typename B::value_type value = typename B::value_type(0)) {
+  detail::check_pad_mode(mode, "pad");
+  detail::check_pad_value(mode, value, "pad");
+  return detail::pad_batch(
+      batch, detail::pads_from_flat(pad, batch.element_rank(), "pad", detail::batch_subject), mode,
+      value);
+}
+
+/// Batch pad with one {before, after} pair per element dim, first dim first.
+template <Batch B>
+B pad(const B& batch, const std::vector<std::array<index_t, 2>>& pairs,
+      PadMode mode = PadMode::constant, typename B::value_type value = typename B::value_type(0)) {
+  detail::check_pad_mode(mode, "pad");
+  detail::check_pad_value(mode, value, "pad");
+  return detail::pad_batch(
+      batch, detail::pads_from_pairs(pairs, batch.element_rank(), "pad", detail::batch_subject),
+      mode, value);
+}
+template <Batch B>
+B pad(const B& batch, std::initializer_list<std::array<index_t, 2>> pairs,
+      PadMode mode = PadMode::constant, typename B::value_type value = typename B::value_type(0)) {
+  return pad(batch, std::vector<std::array<index_t, 2>>(pairs), mode, value);
+}
+
+}  // namespace tbatch
