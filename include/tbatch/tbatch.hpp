@@ -22,6 +22,8 @@
 #include "tbatch/batch/metadata.hpp"
 
 #include "tbatch/ops/pad.hpp"
+#include "tbatch/ops/scatter.hpp"
+#include "tbatch/ops/segment.hpp"
 #include "tbatch/ops/space_to_batch.hpp"
 
 #include "tbatch/dict/any_tensor.hpp"

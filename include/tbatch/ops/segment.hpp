@@ -1,0 +1,259 @@
+#pragma once
+// Segment reductions over packed rows (torch_scatter's segment_csr): first_idx holds CSR offsets,
+// segment e is rows [first_idx[e], first_idx[e + 1]) of the values. segment_reduce combines each
+// segment's rows with the Reduce combiners of scatter.hpp; segment_argmax / segment_argmin find
+// the row of each segment's extreme.
+//
+// Both are a walk of the view engine over blocks of rows, with each row's segment id as the index
+// that moves the destination row: the same scatter kernel as scatter_reduce.
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/core/errors.hpp"
+#include "tbatch/core/tensor.hpp"
+#include "tbatch/ops/scatter.hpp"
+#include "tbatch/view/engine.hpp"
+
+namespace tbatch {
+namespace detail {
+
+/// Validates CSR offsets against `rows` rows: 1-d with B + 1 entries, starting at 0, never
+/// decreasing, ending at `rows`. Returns them contiguous.
+inline Tensor<index_t> checked_segment_offsets(const char* function,
+                                               const Tensor<index_t>& first_idx, index_t rows) {
+  if (first_idx.dim() != 1 || first_idx.size(0) == 0)
+    fail<ShapeError>(function,
+                     "first_idx must be 1-d with B + 1 entries (0, then each segment's end), got "
+                     "shape ",
+                     first_idx.shape());
+  Tensor<index_t> first = first_idx.contiguous();
+  const index_t* p = first.data();
+  const index_t segments = first.size(0) - 1;
+  if (p[0] != 0) fail<ValueError>(function, "first_idx[0] = ", p[0], ", expected 0");
+  for (index_t e = 0; e < segments; ++e)
+    if (p[e + 1] < p[e])
+      fail<ValueError>(function, "first_idx must not decrease, but first_idx[", e + 1,
+                       "] = ", p[e + 1], " < first_idx[", e, "] = ", p[e]);
+  if (p[segments] != rows)
+    fail<ValueError>(function, "first_idx[", segments, "] = ", p[segments], " but values has ",
+                     rows, " rows; the last offset must be the row count");
+  return first;
+}
+
+inline constexpr index_t segment_block = 1024;
+
+/// Visits rows [0, rows) in blocks of at most segment_block: visit(r0, length, segment) where
+/// segment[k] is the segment holding row r0 + k (first must be validated offsets).
+template <class Visit>
+void for_each_row_block(const index_t* first, index_t rows, Visit&& visit) {
+  std::array<index_t, segment_block> segment;
+  index_t e = 0;
+  for (index_t r0 = 0; r0 < rows; r0 += segment_block) {
+    const index_t length = std::min(segment_block, rows - r0);
+    for (index_t k = 0; k < length; ++k) {
+      while (first[e + 1] <= r0 + k)
+        ++e;
+      segment[k] = e;
+    }
+    visit(r0, length, segment.data());
+  }
+}
+
+/// Shape (length) + values.shape[1:] and the strides that spread a per-row value over it.
+struct RowBlock {
+  Shape shape;
+  LayoutStrides per_row_strides;
+
+  RowBlock(const Shape& values_shape, index_t length)
+      : shape(values_shape), per_row_strides(values_shape.size(), 0) {
+    shape.set(0, length);
+    per_row_strides[0] = 1;
+  }
+};
+
+template <class T>
+void check_segment_values(const char* function, const Tensor<T>& values) {
+  if (values.dim() < 1)
+    fail<ShapeError>(function, "values must have rank >= 1 (rows first), got shape ",
+                     values.shape());
+}
+
+template <class T>
+Tensor<T> segment_reduce_impl(const char* function, const Tensor<T>& values,
+                              const Tensor<index_t>& first_idx, Reduce reduce) {
+  check_reduce(function, reduce);
+  if constexpr (std::is_same_v<T, bool>) {
+    fail_bool_reduction(function, concat("reduce ", reduce));
+  } else {
+    check_segment_values(function, values);
+    const index_t rows = values.size(0);
+    const Tensor<index_t> first = checked_segment_offsets(function, first_idx, rows);
+    const index_t* offsets = first.data();
+    const index_t segments = first.size(0) - 1;
+    Tensor<T> out(joined(Shape{segments}, values.shape(), 1));
+    const bool identity_first =
+        reduce == Reduce::prod || reduce == Reduce::amax || reduce == Reduce::amin;
+    if (identity_first) fill(out.view(), reduce_identity<T>(reduce));
+    const index_t scale = out.stride(0);
+    // Rows whose values form one dense run (the usual (rows, last_dim) data): one loop over the
+    // segments, each segment's rows combined into its output row in order.
+    const auto run = row_run(values.view(), out.view());
+    const bool dense = run && (run->first <= 1 || (run->second[0] == 1 && run->second[1] == 1));
+    with_reduce_op<T>(reduce, [&](const auto& op) {
+      if (dense) {
+        const index_t length = run->first, row_stride = values.strides()[0];
+        for (index_t e = 0; e < segments; ++e)
+          if (offsets[e + 1] > offsets[e] && length > 0)
+            combine_dense_rows(op, out.data() + e * scale, values.data() + offsets[e] * row_stride,
+                               row_stride, offsets[e + 1] - offsets[e], length);
+        return;
+      }
+      // Any other layout: blocks of rows through the scatter kernel, each row's segment as the
+      // index.
+      for_each_row_block(offsets, rows, [&](index_t r0, index_t length, const index_t* segment) {
+        RowBlock block(values.shape(), length);
+        scatter_along(values.view().narrow(0, r0, length),
+                      StridedView<const index_t>(segment, block.shape, block.per_row_strides),
+                      scale, indexed_base(out.view(), 0, length), op);
+      });
+    });
+    std::vector<index_t> empty;  // segments whose identity must become 0
+    if (identity_first)
+      for (index_t e = 0; e < segments; ++e)
+        if (offsets[e + 1] == offsets[e]) empty.push_back(e);
+    if (!empty.empty()) {
+      const T zero(0);
+      const Shape shape = joined(Shape{static_cast<index_t>(empty.size())}, values.shape(), 1);
+      scatter_at_offsets(
+          broadcast_value(zero, shape), indexed_base(out.view(), 0, shape[0]),
+          [&](index_t k) { return empty[k] * scale; }, AssignOp<T>{});
+    }
+    if (reduce == Reduce::mean) {
+      Tensor<index_t> counts = Tensor<index_t>::empty(Shape{segments});
+      for (index_t e = 0; e < segments; ++e)
+        counts.data()[e] = offsets[e + 1] - offsets[e];
+      for_each(
+          [](T& value, const index_t& count) {
+            if (count > 0) value = mean_of(value, count);
+          },
+          out.view(), spread_along(StridedView<const index_t>(counts.view()), out.shape(), 0));
+    }
+    return out;
+  }
+}
+
+/// The first row (global, into values) of each segment holding its extreme per position, by
+/// `better(candidate, best)`; -1 for empty segments.
+template <class T, class Better>
+Tensor<index_t> segment_arg_impl(const char* function, const Tensor<T>& values,
+                                 const Tensor<index_t>& first_idx, Better better) {
+  if constexpr (std::is_same_v<T, bool>) {
+    fail_bool_reduction(function, "an arg reduction");
+  } else {
+    check_segment_values(function, values);
+    const index_t rows = values.size(0);
+    const Tensor<index_t> first = checked_segment_offsets(function, first_idx, rows);
+    const Shape out_shape = joined(Shape{first.size(0) - 1}, values.shape(), 1);
+    Tensor<T> best = Tensor<T>::empty(out_shape);
+    Tensor<index_t> arg(out_shape, index_t(-1));
+    const index_t scale = arg.stride(0);
+    // Keeps a[j] (the row of b[j]) when the candidate `value` from `row` is not better.
+    auto consider = [&](const T& value, index_t row, T& b, index_t& a) {
+      if (a < 0 || better(value, b)) {
+        b = value;
+        a = row;
+      }
+    };
+    const index_t* offsets = first.data();
+    if (const auto run = row_run(values.view(), best.view(), arg.view())) {
+      // Rows that form one run: one loop over the segments and their rows, one over the run.
+      const auto [n, s] = *run;
+      const index_t row_stride = values.strides()[0];
+      for (index_t e = 0; e + 1 < first.size(0); ++e)
+        for (index_t r = offsets[e]; r < offsets[e + 1]; ++r) {
+          const T* in = values.data() + r * row_stride;
+          T* b = best.data() + e * scale;
+          index_t* a = arg.data() + e * scale;
+          for (index_t j = 0; j < n; ++j)
+            consider(in[j * s[0]], r, b[j * s[1]], a[j * s[2]]);
+        }
+      return arg;
+    }
+    // Any other layout: blocks of rows through the engine, with each row's segment and number.
+    std::array<index_t, segment_block> row_ids;
+    for_each_row_block(offsets, rows, [&](index_t r0, index_t length, const index_t* segment) {
+      const StridedView<const T> block_values = values.view().narrow(0, r0, length);
+      const RowBlock block(values.shape(), length);
+      for (index_t k = 0; k < length; ++k)
+        row_ids[k] = r0 + k;
+      for_each_run(
+          function,
+          [&](index_t n, const std::array<index_t, 5>& s, const T* in, const index_t* seg,
+              T* best_base, index_t* arg_base, const index_t* row) {
+            for (index_t i = 0; i < n; ++i) {
+              const index_t e = seg[i * s[1]];
+              consider(in[i * s[0]], row[i * s[4]], best_base[i * s[2] + e * scale],
+                       arg_base[i * s[3] + e * scale]);
+            }
+          },
+          block_values, StridedView<const index_t>(segment, block.shape, block.per_row_strides),
+          indexed_base(best.view(), 0, length), indexed_base(arg.view(), 0, length),
+          StridedView<const index_t>(row_ids.data(), block.shape, block.per_row_strides));
+    });
+    return arg;
+  }
+}
+
+}  // namespace detail
+
+/// Reduces each segment of rows of `values` (shape (rows, ...)): segment e is rows
+/// [first_idx[e], first_idx[e + 1]). Returns (B, values.shape[1:]...). Rows are combined in
+/// order with the scatter_reduce combiners (NaN propagates through amax / amin; integer sums and
+/// products wrap; integer means floor). An empty segment gives 0 for every reduction.
+template <class T>
+Tensor<T> segment_reduce(const Tensor<T>& values, const Tensor<index_t>& first_idx, Reduce reduce) {
+  return detail::segment_reduce_impl("segment_reduce", values, first_idx, reduce);
+}
+
+/// Reduces each element of a packed batch over its rows: (B, last_dim).
+template <class T>
+Tensor<T> segment_reduce(const PackedBatch<T>& batch, Reduce reduce) {
+  return detail::segment_reduce_impl("segment_reduce", batch.data(), batch.first_idx(), reduce);
+}
+
+/// For each segment and position, the row of `values` (a global row number) holding the segment's
+/// maximum; the first such row wins, a NaN counts as the maximum (as torch.argmax), and an empty
+/// segment gives -1. Shape (B, values.shape[1:]...).
+template <class T>
+Tensor<index_t> segment_argmax(const Tensor<T>& values, const Tensor<index_t>& first_idx) {
+  return detail::segment_arg_impl(
+      "segment_argmax", values, first_idx, [](const T& candidate, const T& best) {
+        return detail::is_nan(candidate) ? !detail::is_nan(best) : candidate > best;
+      });
+}
+
+/// segment_argmax of a packed batch: (B, last_dim) rows of batch.data().
+template <class T>
+Tensor<index_t> segment_argmax(const PackedBatch<T>& batch) {
+  return segment_argmax(batch.data(), batch.first_idx());
+}
+
+/// As segment_argmax, for the minimum (a NaN counts as the minimum, as torch.argmin).
+template <class T>
+Tensor<index_t> segment_argmin(const Tensor<T>& values, const Tensor<index_t>& first_idx) {
+  return detail::segment_arg_impl(
+      "segment_argmin", values, first_idx, [](const T& candidate, const T& best) {
+        return detail::is_nan(candidate) ? !detail::is_nan(best) : candidate < best;
+      });
+}
+
+/// segment_argmin of a packed batch: (B, last_dim) rows of batch.data().
+template <class T>
+Tensor<index_t> segment_argmin(const PackedBatch<T>& batch) {
+  return segment_argmin(batch.data(), batch.first_idx());
+}
+
+}  // namespace tbatch
