@@ -14,7 +14,8 @@ TEST_CASE("Shape stores sizes inline and on the heap", "[shape]") {
   CHECK(Shape{5, 0}.numel() == 0);
 
   Shape big;
-  for (index_t i = 1; i <= 12; ++i) big.push_back(1 + i % 2);
+  for (index_t i = 1; i <= 12; ++i)
+    big.push_back(1 + i % 2);
   CHECK(big.size() == 12);
   CHECK(big.numel() == 64);
   Shape copy = big;
