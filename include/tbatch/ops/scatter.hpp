@@ -179,7 +179,15 @@ struct MaxOp {
     const bool take = is_nan(value) || value > target;
     target = take ? value : target;  // a select, not a branch: it vectorises
   }
-  void chunk(T* out, const T* in) const { apply_chunk(*this, out, in); }
+  void chunk(T* out, const T* in) const {
+    if constexpr (eigen_vectorised<T>) {
+      ChunkMap<T> target(out);
+      const ConstChunkMap<T> value(in);
+      target = (value.isNaN() || value > target).select(value, target);
+    } else {
+      apply_chunk(*this, out, in);
+    }
+  }
 };
 
 /// Reduce::amin: NaN wins (it propagates, as in torch); on ties the target is kept.
@@ -189,7 +197,15 @@ struct MinOp {
     const bool take = is_nan(value) || value < target;
     target = take ? value : target;  // a select, not a branch: it vectorises
   }
-  void chunk(T* out, const T* in) const { apply_chunk(*this, out, in); }
+  void chunk(T* out, const T* in) const {
+    if constexpr (eigen_vectorised<T>) {
+      ChunkMap<T> target(out);
+      const ConstChunkMap<T> value(in);
+      target = (value.isNaN() || value < target).select(value, target);
+    } else {
+      apply_chunk(*this, out, in);
+    }
+  }
 };
 
 /// Calls fn(op) with the combiner of `reduce` (Reduce::mean accumulates with SumOp).
