@@ -317,6 +317,38 @@ TEMPLATE_TEST_CASE("scatter: randomised against the reference loop", "[scatter][
   }
 }
 
+TEMPLATE_TEST_CASE("scatter: wide rows and repeated targets take the chunked row kernels",
+                   "[scatter][random]", TBATCH_ALL_DTYPES) {
+  // Rows of 70 elements hold whole 64-byte chunks and a tail for every dtype; consecutive
+  // repeated indices are combined through one accumulator.
+  using T = TestType;
+  std::mt19937 rng(17);
+  const Tensor<T> x = small_values<T>(Shape{5, 70}, rng);
+  const std::vector<index_t> targets{3, 3, 3, 0, 1, 1, 4, 3, 2, 2};
+  const Tensor<index_t> index(Shape{10}, targets);
+  const Tensor<T> updates = small_values<T>(Shape{10, 70}, rng);
+  CHECK(scatter(x, index, updates) == reference_scatter(x, targets, updates, true));
+  if constexpr (!std::is_same_v<T, bool>) {
+    CHECK(scatter(x, index, updates, false) == reference_scatter(x, targets, updates, false));
+    Tensor<T> expected = x.clone();
+    for (index_t k = 0; k < 10; ++k)
+      for (index_t j = 0; j < 70; ++j)
+        expected(targets[k], j) = ref_combine(Reduce::sum, expected(targets[k], j), updates(k, j));
+    CHECK(index_add(x, 0, index, updates) == expected);
+    // scatter_reduce with the index broadcast along each row takes the same row kernel.
+    const Tensor<index_t> rows = index.unsqueeze(1).expand({10, 70});
+    for (Reduce reduce : {Reduce::sum, Reduce::prod, Reduce::mean, Reduce::amax, Reduce::amin})
+      for (bool include_self : {true, false}) {
+        INFO(reduce << " include_self " << include_self);
+        const int hi = reduce == Reduce::prod ? 2 : 5;
+        const Tensor<T> self = small_values<T>(Shape{5, 70}, rng, -hi, hi);
+        const Tensor<T> src = small_values<T>(Shape{10, 70}, rng, -hi, hi);
+        CHECK(scatter_reduce(self, 0, rows, src, reduce, include_self) ==
+              reference_scatter_reduce(self, 0, rows.contiguous(), src, reduce, include_self));
+      }
+  }
+}
+
 TEST_CASE("scatter_: writes in place, into views, and stages aliased inputs",
           "[scatter][inplace]") {
   SECTION("returns the same tensor and touches only referenced rows of a view") {

@@ -327,6 +327,39 @@ TEMPLATE_TEST_CASE("segment_reduce: packed batches, one row per element", "[segm
         reference_segment_reduce(cubes.data(), cubes.first_idx(), Reduce::sum));
 }
 
+TEMPLATE_TEST_CASE("segment_reduce: wide rows take the chunked kernels", "[segment_reduce][random]",
+                   TBATCH_ARITHMETIC_DTYPES) {
+  // Rows of 70 elements hold whole 64-byte chunks and a tail for every dtype.
+  using T = TestType;
+  std::mt19937 rng(89);
+  const Tensor<index_t> first_idx = offsets_of({3, 0, 1, 6, 2});
+  for (Reduce reduce : all_reduces) {
+    INFO(reduce);
+    const Tensor<T> values = small_values<T>(Shape{12, 70}, rng, reduce == Reduce::prod ? 2 : 4);
+    CHECK(segment_reduce(values, first_idx, reduce) ==
+          reference_segment_reduce(values, first_idx, reduce));
+  }
+  const Tensor<T> ties = small_values<T>(Shape{12, 70}, rng, 1);
+  CHECK(segment_argmax(ties, first_idx) == reference_arg(ties, first_idx, true));
+  CHECK(segment_argmin(ties, first_idx) == reference_arg(ties, first_idx, false));
+  if constexpr (!std::is_integral_v<T>) {  // NaN in a chunk: propagates, and its row is the arg
+    Tensor<T> with_nan = ties.clone();
+    with_nan(4, 20) = std::numeric_limits<T>::quiet_NaN();
+    with_nan(7, 69) = std::numeric_limits<T>::quiet_NaN();
+    with_nan(8, 69) = std::numeric_limits<T>::quiet_NaN();
+    const auto amax = segment_reduce(with_nan, first_idx, Reduce::amax);
+    const auto amin = segment_reduce(with_nan, first_idx, Reduce::amin);
+    CHECK(std::isnan(static_cast<float>(amax(3, 20))));  // row 4 is in segment 3
+    CHECK(std::isnan(static_cast<float>(amin(3, 20))));
+    CHECK(std::isnan(static_cast<float>(amin(3, 69))));
+    CHECK(static_cast<float>(amax(2, 20)) == static_cast<float>(ties(3, 20)));  // one row
+    CHECK(segment_argmax(with_nan, first_idx)(3, 20) == 4);
+    CHECK(segment_argmax(with_nan, first_idx) == reference_arg(with_nan, first_idx, true));
+    CHECK(segment_argmin(with_nan, first_idx) == reference_arg(with_nan, first_idx, false));
+    CHECK(segment_argmax(with_nan, first_idx)(3, 69) == 7);
+  }
+}
+
 TEST_CASE("segment_reduce: segments across row blocks and no segments", "[segment_reduce]") {
   std::mt19937 rng(97);
   // 1500 + 1 + 2000 + 0 + 700 rows: segments straddle the kernel's 1024-row blocks.

@@ -169,10 +169,47 @@ Tensor<index_t> segment_arg_impl(const char* function, const Tensor<T>& values,
     };
     const index_t* offsets = first.data();
     if (const auto run = row_run(values.view(), best.view(), arg.view())) {
-      // Rows that form one run: one loop over the segments and their rows, one over the run.
       const auto [n, s] = *run;
       const index_t row_stride = values.strides()[0];
-      for (index_t e = 0; e + 1 < first.size(0); ++e)
+      const index_t segments = first.size(0) - 1;
+      if (n <= 1 || (s[0] == 1 && s[1] == 1 && s[2] == 1)) {
+        // Dense rows: per segment, each chunk of the row keeps its best values and rows in local
+        // arrays across the segment's rows, updated by selects (no data-dependent branches).
+        constexpr index_t w = chunk_width<T>;
+        for (index_t e = 0; e < segments; ++e) {
+          if (offsets[e + 1] == offsets[e]) continue;
+          const T* rows_in = values.data() + offsets[e] * row_stride;
+          const index_t count = offsets[e + 1] - offsets[e];
+          index_t c = 0;
+          for (; c + w <= n; c += w) {
+            T b[w];
+            index_t a[w];
+            for (index_t j = 0; j < w; ++j) {
+              b[j] = rows_in[c + j];
+              a[j] = offsets[e];
+            }
+            for (index_t r = 1; r < count; ++r)
+              for (index_t j = 0; j < w; ++j) {
+                const T value = rows_in[r * row_stride + c + j];
+                const bool take = better(value, b[j]);
+                b[j] = take ? value : b[j];
+                a[j] = take ? offsets[e] + r : a[j];
+              }
+            std::copy_n(a, w, arg.data() + e * scale + c);
+          }
+          for (; c < n; ++c) {
+            T b = rows_in[c];
+            index_t a = offsets[e];
+            for (index_t r = 1; r < count; ++r)
+              consider(rows_in[r * row_stride + c], offsets[e] + r, b, a);
+            arg.data()[e * scale + c] = a;
+          }
+        }
+        return arg;
+      }
+      // Rows that form one strided run: one loop over the segments and their rows, one over the
+      // run.
+      for (index_t e = 0; e < segments; ++e)
         for (index_t r = offsets[e]; r < offsets[e + 1]; ++r) {
           const T* in = values.data() + r * row_stride;
           T* b = best.data() + e * scale;
@@ -231,7 +268,7 @@ template <class T>
 Tensor<index_t> segment_argmax(const Tensor<T>& values, const Tensor<index_t>& first_idx) {
   return detail::segment_arg_impl(
       "segment_argmax", values, first_idx, [](const T& candidate, const T& best) {
-        return detail::is_nan(candidate) ? !detail::is_nan(best) : candidate > best;
+        return candidate > best || (detail::is_nan(candidate) && !detail::is_nan(best));
       });
 }
 
@@ -246,7 +283,7 @@ template <class T>
 Tensor<index_t> segment_argmin(const Tensor<T>& values, const Tensor<index_t>& first_idx) {
   return detail::segment_arg_impl(
       "segment_argmin", values, first_idx, [](const T& candidate, const T& best) {
-        return detail::is_nan(candidate) ? !detail::is_nan(best) : candidate < best;
+        return candidate < best || (detail::is_nan(candidate) && !detail::is_nan(best));
       });
 }
 
