@@ -122,7 +122,7 @@ PaddedBatch<T> padded_from_elements(const std::vector<Tensor<T>>& elements,
 template <class T>
 PaddedBatch<T> list_to_padded(const std::vector<Tensor<T>>& list, T padding_value,
                               const std::vector<index_t>& max_shape = {}) {
-  Tensor<index_t> shape_per_tensor = get_shape_per_tensor(list);
+  Tensor<index_t> shape_per_tensor = detail::shape_per_tensor_of(list, "list_to_padded");
   const index_t rank = list.empty() ? 1 + static_cast<index_t>(max_shape.size()) : list[0].dim();
   const index_t last_dim = list.empty() ? 0 : list[0].size(-1);
   if (list.empty()) shape_per_tensor = Tensor<index_t>(Shape{0, rank - 1});
@@ -138,15 +138,19 @@ PaddedBatch<T> list_to_padded(const std::vector<Tensor<T>>& list, T padding_valu
 template <class T>
 PaddedBatch<T> list_to_padded_into(const std::vector<Tensor<T>>& list, T padding_value,
                                    Tensor<T> out) {
-  const Tensor<index_t> shape_per_tensor = get_shape_per_tensor(list);
+  const Tensor<index_t> shape_per_tensor = detail::shape_per_tensor_of(list, "list_to_padded_into");
   const index_t batch = static_cast<index_t>(list.size());
   if (out.dim() < 2 || out.size(0) != batch ||
       (!list.empty() && (out.dim() != list[0].dim() + 1 || out.size(-1) != list[0].size(-1))))
     detail::fail<ShapeError>("list_to_padded_into", "out has shape ", out.shape(), " but ", batch,
                              " tensors of rank ", list.empty() ? 0 : list[0].dim(), " need shape (",
                              batch, ", max_shape..., ", list.empty() ? 0 : list[0].size(-1), ")");
-  std::vector<index_t> max_shape(out.shape().begin() + 1, out.shape().end() - 1);
-  if (!list.empty()) fill_max_shape(shape_per_tensor, max_shape);
+  for (index_t i = 0; i < batch; ++i)
+    for (index_t d = 0; d + 1 < list[i].dim(); ++d)
+      if (list[i].size(d) > out.size(d + 1))
+        detail::fail<ShapeError>("list_to_padded_into", "out has size ", out.size(d + 1),
+                                 " at dim ", d + 1, " but tensor ", i, " has ", list[i].size(d),
+                                 " there (out shape ", out.shape(), ")");
   return detail::padded_from_elements(
       list, list.empty() ? Tensor<index_t>(Shape{0, out.dim() - 2}) : shape_per_tensor,
       std::move(out), padding_value);
@@ -156,7 +160,7 @@ PaddedBatch<T> list_to_padded_into(const std::vector<Tensor<T>>& list, T padding
 /// shape_per_tensor and first_idx. An empty list gives data of shape (0, 0).
 template <class T>
 PackedBatch<T> list_to_packed(const std::vector<Tensor<T>>& list) {
-  const Tensor<index_t> shape_per_tensor = get_shape_per_tensor(list);
+  const Tensor<index_t> shape_per_tensor = detail::shape_per_tensor_of(list, "list_to_packed");
   const Tensor<index_t> first_idx = get_first_idx(detail::rows_per_tensor(list, "list_to_packed"));
   const index_t last_dim = list.empty() ? 0 : list[0].size(-1);
   Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[list.size()], last_dim});
@@ -167,7 +171,7 @@ PackedBatch<T> list_to_packed(const std::vector<Tensor<T>>& list) {
 /// list_to_packed into a caller-owned tensor `out` of shape (total rows, last_dim).
 template <class T>
 PackedBatch<T> list_to_packed_into(const std::vector<Tensor<T>>& list, Tensor<T> out) {
-  const Tensor<index_t> shape_per_tensor = get_shape_per_tensor(list);
+  const Tensor<index_t> shape_per_tensor = detail::shape_per_tensor_of(list, "list_to_packed_into");
   const Tensor<index_t> first_idx =
       get_first_idx(detail::rows_per_tensor(list, "list_to_packed_into"));
   const Shape needed{first_idx.data()[list.size()], list.empty() ? out.size(-1) : list[0].size(-1)};

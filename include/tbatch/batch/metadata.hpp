@@ -71,13 +71,10 @@ inline Tensor<index_t> checked_shape_per_tensor(const Tensor<index_t>& shape_per
   return dense;
 }
 
-}  // namespace detail
-
-/// Each tensor's shape without its last dim, as a (len(list), rank - 1) tensor.
-/// ShapeError (naming the index) when ranks or last dims differ. An empty list gives (0, 0).
+/// get_shape_per_tensor for the public function `function`, whose name its errors carry.
 template <class T>
-Tensor<index_t> get_shape_per_tensor(const std::vector<Tensor<T>>& list) {
-  detail::check_tensor_list(list, "get_shape_per_tensor");
+Tensor<index_t> shape_per_tensor_of(const std::vector<Tensor<T>>& list, const char* function) {
+  check_tensor_list(list, function);
   const index_t batch = static_cast<index_t>(list.size());
   const index_t columns = list.empty() ? 0 : list.front().dim() - 1;
   Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch, columns});
@@ -85,6 +82,15 @@ Tensor<index_t> get_shape_per_tensor(const std::vector<Tensor<T>>& list) {
     for (index_t d = 0; d < columns; ++d)
       out.data()[i * columns + d] = list[i].size(d);
   return out;
+}
+
+}  // namespace detail
+
+/// Each tensor's shape without its last dim, as a (len(list), rank - 1) tensor.
+/// ShapeError (naming the index) when ranks or last dims differ. An empty list gives (0, 0).
+template <class T>
+Tensor<index_t> get_shape_per_tensor(const std::vector<Tensor<T>>& list) {
+  return detail::shape_per_tensor_of(list, "get_shape_per_tensor");
 }
 
 /// 0 followed by the running sum of `numel_per_tensor` (rows per element): shape (B + 1).

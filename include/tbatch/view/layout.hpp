@@ -26,20 +26,23 @@ struct Layout {
 
 namespace layout {
 
-/// Row-major strides of `shape`.
+/// Row-major strides of `shape`. ShapeError when they overflow, which a size-0 dim does not
+/// prevent: {0, 2^62, 4} has no elements but a stride of 2^64.
 inline Strides contiguous_strides(const Shape& shape) {
   Strides strides(shape.size());
   index_t stride = 1;
   for (std::size_t d = shape.size(); d-- > 0;) {
     strides[d] = stride;
-    stride *= std::max<index_t>(shape[d], 1);
+    if (__builtin_mul_overflow(stride, std::max<index_t>(shape[d], 1), &stride))
+      detail::fail<ShapeError>("Tensor", "shape ", shape,
+                               " is too large: its row-major strides overflow a 64-bit index");
   }
   return strides;
 }
 
-/// A row-major layout of `shape` at offset 0 (element count checked for overflow).
+/// A row-major layout of `shape` at offset 0 (strides and so the element count checked for
+/// overflow).
 inline Layout contiguous(Shape shape) {
-  shape.numel();
   auto strides = contiguous_strides(shape);
   return Layout{std::move(shape), std::move(strides), 0};
 }
