@@ -215,7 +215,8 @@ TEST_CASE("caller-supplied outputs are written in place and reusable", "[batch]"
   CHECK(packed.data().shares_storage_with(rows));
   CHECK(rows(4, 1) == 5.0);
   TBATCH_CHECK_THROWS_WITH(list_to_padded_into(list, 0.0, Tensor<double>(Shape{2, 2, 2})),
-                           ValueError, "dim 0 of max_shape (2) is smaller than for tensor 1 (3)");
+                           ShapeError,
+                           "list_to_padded_into: out has size 2 at dim 1 but tensor 1 has 3");
   TBATCH_CHECK_THROWS_WITH(list_to_packed_into(list, Tensor<double>(Shape{4, 2})), ShapeError,
                            "out has shape [4, 2] but the list needs [5, 2]");
 }
