@@ -304,3 +304,13 @@ TEST_CASE("audit: TensorDict", "[audit]") {
   AUDIT(ValueError, td.set_names({"a", "a"}), {"names", "a"});
   AUDIT(ShapeError, td.index_put({0}, TensorDict(Shape{5})), {"index_put"});
 }
+
+TEST_CASE("audit: sizes whose product overflows are rejected even with a size-0 dim", "[audit]") {
+  // {2^62, 2^62, 0} holds no elements, but its strides (and every later size product) would
+  // overflow: every shape is checked as a whole, so no view can carry such sizes.
+  const Tensor<float> empty(Shape{1, 1, 0});
+  AUDIT(ShapeError, empty.expand({huge, huge, 0}), {"numel", "overflows"});
+  AUDIT(ShapeError, empty.reshape({0, huge, huge}), {"reshape", "overflows"});
+  AUDIT(ShapeError, Tensor<float>(Shape{huge, huge, 0}), {"overflow"});
+  CHECK(Tensor<float>(Shape{0, 4}).unflatten(1, {2, 2}).shape() == Shape{0, 2, 2});
+}

@@ -237,6 +237,7 @@ inline Layout expand(const Layout& l, const std::vector<index_t>& sizes) {
 inline Shape infer_size(const std::vector<index_t>& sizes, index_t numel, const char* function) {
   std::optional<std::size_t> infer_at;
   index_t known = 1;
+  index_t extent = 1;  // the product with size-0 dims as 1, which row-major strides must fit
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] == -1) {
       if (infer_at)
@@ -248,6 +249,7 @@ inline Shape infer_size(const std::vector<index_t>& sizes, index_t numel, const 
                                " is invalid; expected >= 0 or -1");
     } else {
       known = detail::checked_mul(known, sizes[i], function);
+      extent = detail::checked_mul(extent, std::max<index_t>(sizes[i], 1), function);
     }
   }
   std::vector<index_t> resolved = sizes;
