@@ -299,7 +299,7 @@ Tensor<T> tile_to_packed(const Tensor<T>& values, const Tensor<index_t>& numel_p
   return out;
 }
 
-/// Applies f (Tensor<T> -> Tensor<U>) to every element and returns the same layout: exact
+/// Applies `f` (`Tensor<T>` -> `Tensor<U>`) to every element and returns the same layout: exact
 /// results must share one shape; padded results are re-padded with `padding_value`.
 template <Batch B, class F>
 auto map_elements(
