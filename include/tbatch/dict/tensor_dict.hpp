@@ -485,7 +485,9 @@ class TensorDict {
 
   /// Indexes the batch dims of every entry at once: integers, Slice, Ellipsis and NewAxis give
   /// views of the entries, index tensors and boolean masks (over leading batch dims) copies.
-  /// IndexError when batch_dims() == 0.
+  /// The result's batch size is the indexed batch shape; feature dims are untouched. IndexError
+  /// when batch_dims() == 0, for an index out of range, too many indices (more than the batch
+  /// dims) or a mask of the wrong shape.
   TensorDict index(std::initializer_list<TensorIndex> indices) const {
     const char* fn = "TensorDict::index";
     require_batch_dims(indices, fn);
@@ -513,7 +515,10 @@ class TensorDict {
   /// Writes the entries of `value`, a TensorDict with the indexed batch size, into the indexed
   /// batch elements of the same keys (keys of this TensorDict absent from `value` are left
   /// alone). Writing into a TensorDict without entries first creates zero-filled entries shaped
-  /// like the value's (lazy pre-allocation). Checks everything before writing anything.
+  /// like the value's (lazy pre-allocation). Checks everything before writing anything:
+  /// IndexError as for index(); ShapeError when value's batch size is not the indexed one;
+  /// KeyError for a key of value missing here; TypeError for a dtype that differs; ValueError
+  /// when an indexed entry is an expanded (broadcast) view.
   void index_put(std::initializer_list<TensorIndex> indices, const TensorDict& value) {
     const char* fn = "TensorDict::index_put";
     require_batch_dims(indices, fn);
@@ -580,7 +585,7 @@ class TensorDict {
   // ---------------------------------------------------------------- shape ops over batch dims
 
   /// The batch dims reshaped to `sizes` (one -1 allowed): views where the strides allow, else
-  /// copies. Names are erased.
+  /// copies. Names are erased. ShapeError when the element count differs.
   TensorDict reshape(const std::vector<index_t>& sizes) const {
     const char* fn = "TensorDict::reshape";
     const Shape batch = layout::infer_size(sizes, numel(), fn);
