@@ -1,8 +1,10 @@
 // quickstart: point clouds of different sizes, batched the three ways kaolin does it.
 //
 // Generates a scene's worth of point clouds (spheres, boxes and planes sampled with different
-// point counts), batches them as padded and packed tensors, computes each cloud's centroid from
-// the packed rows, checks it against the padded batch with its mask, and prints what it did.
+// point counts), batches them as padded and packed tensors, computes every cloud's centroid in
+// one call (segment_reduce over the packed rows), checks it against each cloud's own rows and
+// against the padded batch read through its mask, and prints what it did. Returns 1 if any
+// check fails.
 
 #include <cmath>
 #include <iomanip>
@@ -69,19 +71,26 @@ int main() {
   auto [padded, shape_per_tensor] = tbatch::list_to_padded(points, 0.0f);
   const Tensor<bool> mask = tbatch::PaddedBatch<float>(padded, shape_per_tensor).mask();
   // Packed: (sum points, 3) plus first_idx, the offset of each cloud's first row.
-  auto [packed, packed_shapes, first_idx] = tbatch::list_to_packed(points);
+  const tbatch::PackedBatch<float> packed_batch = tbatch::list_to_packed(points);
+  const auto& [packed, packed_shapes, first_idx] = packed_batch;
+
+  // Every cloud's centroid at once: the mean of each element's rows, shape (B, 3).
+  const Tensor<float> centroids = tbatch::segment_reduce(packed_batch, tbatch::Reduce::mean);
 
   std::cout << "batched " << points.size() << " point clouds\n"
             << "  padded data " << padded.shape() << ", mask " << mask.shape() << "\n"
             << "  packed data " << packed.shape() << ", first_idx " << first_idx << "\n\n";
 
-  // Per-cloud centroid from the packed rows [first_idx[i], first_idx[i+1]).
+  // Check each centroid against the cloud itself, its packed rows and its masked padded slot.
   std::cout << std::fixed << std::setprecision(3);
-  std::cout << "cloud  kind    points  centroid (packed)          padded rows used\n";
+  std::cout << "cloud  kind    points  centroid (segment_reduce)  padded rows used\n";
   bool consistent = true;
   for (index_t i = 0; i < static_cast<index_t>(clouds.size()); ++i) {
+    const Eigen::RowVector3f centroid = centroids.matrix().row(i);
+    // The cloud's own rows [first_idx[i], first_idx[i+1]) of the packed tensor, averaged by Eigen.
     const Tensor<float> rows = packed.narrow(0, first_idx(i), first_idx(i + 1) - first_idx(i));
-    const Eigen::RowVector3f centroid = rows.matrix().colwise().mean();
+    const Eigen::RowVector3f row_mean = rows.matrix().colwise().mean();
+    const Eigen::RowVector3f own_mean = clouds[i].points.matrix().colwise().mean();
     // The same cloud through the padded batch: only the rows the mask marks as data.
     index_t used = 0;
     Eigen::RowVector3f padded_sum = Eigen::RowVector3f::Zero();
@@ -92,8 +101,9 @@ int main() {
         padded_sum(d) += padded(i, r, d);
     }
     const Eigen::RowVector3f padded_centroid = padded_sum / float(used);
-    consistent =
-        consistent && used == shape_per_tensor(i, 0) && (padded_centroid - centroid).norm() < 1e-3f;
+    consistent = consistent && used == shape_per_tensor(i, 0) &&
+                 (padded_centroid - centroid).norm() < 1e-3f &&
+                 (row_mean - centroid).norm() < 1e-3f && (own_mean - centroid).norm() < 1e-3f;
     std::cout << "  " << i << "    " << std::left << std::setw(7) << clouds[i].kind << std::right
               << std::setw(6) << used << "  (" << std::setw(6) << centroid(0) << ", "
               << std::setw(6) << centroid(1) << ", " << std::setw(6) << centroid(2) << ")     "
@@ -106,5 +116,6 @@ int main() {
   std::cout << "\npacked -> padded round trip " << (repadded == padded ? "matches" : "DIFFERS")
             << "; padding is " << 100.0 * (1.0 - double(packed.numel()) / double(padded.numel()))
             << "% of the padded tensor\n";
+  std::cout << (consistent ? "all checks passed\n" : "CHECK FAILED\n");
   return consistent ? 0 : 1;
 }

@@ -133,8 +133,9 @@ PaddedBatch<T> list_to_padded(const std::vector<Tensor<T>>& list, T padding_valu
 }
 
 /// list_to_padded into a caller-owned tensor `out` of shape (B, max_shape..., last_dim), which
-/// may be any writable view (reused across calls to avoid allocation). Its sizes must hold
-/// every tensor (ShapeError otherwise). Returns the batch viewing `out`.
+/// may be any writable view (reused across calls to avoid allocation). ShapeError when out's
+/// rank, batch size or last dim do not fit the list, when a padded size of out is smaller than
+/// some tensor, or when the tensors differ in rank or last dim. Returns the batch viewing `out`.
 template <class T>
 PaddedBatch<T> list_to_padded_into(const std::vector<Tensor<T>>& list, T padding_value,
                                    Tensor<T> out) {
@@ -156,8 +157,10 @@ PaddedBatch<T> list_to_padded_into(const std::vector<Tensor<T>>& list, T padding
       std::move(out), padding_value);
 }
 
-/// Flattens every tensor of `list` to (rows, last_dim) and concatenates them: the packed data,
-/// shape_per_tensor and first_idx. An empty list gives data of shape (0, 0).
+/// Flattens every tensor of `list` to (rows, last_dim) and concatenates them: the packed data
+/// (sum of rows, last_dim), shape_per_tensor (B, rank - 1) and first_idx (B + 1). Tensors must
+/// share rank (>= 1) and last dim (ShapeError naming the index). An empty list gives data of
+/// shape (0, 0).
 template <class T>
 PackedBatch<T> list_to_packed(const std::vector<Tensor<T>>& list) {
   const Tensor<index_t> shape_per_tensor = detail::shape_per_tensor_of(list, "list_to_packed");
@@ -168,7 +171,9 @@ PackedBatch<T> list_to_packed(const std::vector<Tensor<T>>& list) {
   return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
 }
 
-/// list_to_packed into a caller-owned tensor `out` of shape (total rows, last_dim).
+/// list_to_packed into a caller-owned tensor `out` of shape (total rows, last_dim), which may be
+/// any writable view; ShapeError when out has another shape or the tensors differ in rank or
+/// last dim. Returns the batch viewing `out`.
 template <class T>
 PackedBatch<T> list_to_packed_into(const std::vector<Tensor<T>>& list, Tensor<T> out) {
   const Tensor<index_t> shape_per_tensor = detail::shape_per_tensor_of(list, "list_to_packed_into");
@@ -182,14 +187,18 @@ PackedBatch<T> list_to_packed_into(const std::vector<Tensor<T>>& list, Tensor<T>
   return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
 }
 
-/// Views of each element of a padded tensor (no copies).
+/// Views of each element of a padded tensor `padded` (B, max_shape..., last_dim) described by
+/// `shape_per_tensor` (B, rank - 1); no copies. Throws what the PaddedBatch constructor throws
+/// when the metadata does not fit the data.
 template <class T>
 std::vector<Tensor<T>> padded_to_list(const Tensor<T>& padded,
                                       const Tensor<index_t>& shape_per_tensor) {
   return PaddedBatch<T>(padded, shape_per_tensor).to_list();
 }
 
-/// Views of each element of a packed tensor (no copies).
+/// Views of each element of a packed tensor `packed` (rows, last_dim) described by
+/// `shape_per_tensor` (B, rank - 1) and `first_idx` (B + 1); no copies. Throws what the
+/// PackedBatch constructor throws when the metadata does not fit the data.
 template <class T>
 std::vector<Tensor<T>> packed_to_list(const Tensor<T>& packed,
                                       const Tensor<index_t>& shape_per_tensor,
@@ -197,7 +206,8 @@ std::vector<Tensor<T>> packed_to_list(const Tensor<T>& packed,
   return PackedBatch<T>(packed, shape_per_tensor, first_idx).to_list();
 }
 
-/// Any batch as a packed batch (copies; an exact batch of contiguous data is viewed).
+/// Any batch as a packed batch: data (sum of rows, last_dim) with new first_idx. Copies each
+/// element once; an exact batch of contiguous data is viewed, a packed batch returned as is.
 template <Batch B>
 PackedBatch<typename B::value_type> to_packed(const B& batch) {
   using T = typename B::value_type;
@@ -220,8 +230,10 @@ PackedBatch<typename B::value_type> to_packed(const B& batch) {
   }
 }
 
-/// Any batch as a padded batch with `padding_value` and optional `max_shape` (-1 = maximum).
-/// An exact batch without max_shape is viewed, not copied.
+/// Any batch as a padded batch (B, max_shape..., last_dim) with `padding_value` and optional
+/// `max_shape` (rank - 1 values, -1 = that dim's maximum). An exact batch without max_shape is
+/// viewed, not copied. A max_shape below some element is a ValueError (no truncation), one of
+/// the wrong length a ShapeError.
 template <Batch B>
 PaddedBatch<typename B::value_type> to_padded(const B& batch, typename B::value_type padding_value,
                                               const std::vector<index_t>& max_shape = {}) {
@@ -238,8 +250,9 @@ PaddedBatch<typename B::value_type> to_padded(const B& batch, typename B::value_
                                       padding_value);
 }
 
-/// Any batch whose elements all have one shape as an exact batch (a view when the layout
-/// allows, else a copy); ShapeError naming the first element that differs.
+/// Any batch whose elements all have one shape as an exact batch (B, element shape...): a view
+/// when the layout allows, else a copy. ShapeError naming the first element that differs, or
+/// for an empty batch (no element shape to stack).
 template <Batch B>
 ExactBatch<typename B::value_type> to_exact(const B& batch) {
   using T = typename B::value_type;
@@ -267,14 +280,18 @@ ExactBatch<typename B::value_type> to_exact(const B& batch) {
   }
 }
 
-/// kaolin's padded_to_packed: the valid data of each slot, flattened and concatenated.
+/// kaolin's padded_to_packed: the valid data of each slot of `padded` (B, max_shape...,
+/// last_dim), flattened and concatenated into (sum of rows, last_dim). Throws what the
+/// PaddedBatch constructor throws when shape_per_tensor does not fit.
 template <class T>
 Tensor<T> padded_to_packed(const Tensor<T>& padded, const Tensor<index_t>& shape_per_tensor) {
   return to_packed(PaddedBatch<T>(padded, shape_per_tensor)).data();
 }
 
-/// kaolin's packed_to_padded: each element of the packed tensor padded with `padding_value`
-/// to max_shape (-1 or missing = the maximum).
+/// kaolin's packed_to_padded: each element of the packed tensor (rows, last_dim) padded with
+/// `padding_value` to max_shape (-1 or missing = the maximum): (B, max_shape..., last_dim).
+/// Throws what the PackedBatch constructor throws for bad metadata, and ValueError /
+/// ShapeError for a max_shape that is too small / of the wrong length.
 template <class T>
 Tensor<T> packed_to_padded(const Tensor<T>& packed, const Tensor<index_t>& shape_per_tensor,
                            const Tensor<index_t>& first_idx, T padding_value,
@@ -283,8 +300,9 @@ Tensor<T> packed_to_padded(const Tensor<T>& packed, const Tensor<index_t>& shape
       .data();
 }
 
-/// Repeats values[i] numel_per_tensor[i] times: shape (sum numel_per_tensor, 1).
-/// `values` is (B) or (B, 1).
+/// Repeats values[i] numel_per_tensor[i] times: shape (sum numel_per_tensor, 1), one row per
+/// packed row (kaolin's tile_to_packed). `values` is (B) or (B, 1) and numel_per_tensor (B)
+/// (ShapeError otherwise); a negative count is a ValueError.
 template <class T>
 Tensor<T> tile_to_packed(const Tensor<T>& values, const Tensor<index_t>& numel_per_tensor) {
   if (!(values.dim() == 1 || (values.dim() == 2 && values.size(1) == 1)))
@@ -303,8 +321,10 @@ Tensor<T> tile_to_packed(const Tensor<T>& values, const Tensor<index_t>& numel_p
   return out;
 }
 
-/// Applies f (Tensor<T> -> Tensor<U>) to every element and returns the same layout: exact
-/// results must share one shape; padded results are re-padded with `padding_value`.
+/// Applies `f` (`Tensor<T>` -> `Tensor<U>`) to every element and returns the same layout: exact
+/// results must share one shape (ShapeError naming the first that differs); padded results are
+/// re-padded with `padding_value` (0 if not given); every layout needs results of one rank and
+/// last dim (ShapeError).
 template <Batch B, class F>
 auto map_elements(
     const B& batch, F&& f,

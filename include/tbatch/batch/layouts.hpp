@@ -14,7 +14,8 @@
 namespace tbatch {
 
 /// Any batch layout: B elements of the same rank and last dim, element(i) a view of element
-/// i's valid data.
+/// i's valid data. ExactBatch, PaddedBatch and PackedBatch model it; generic code (and the batch
+/// overloads of pad, scatter and map_elements) is written against this interface only.
 template <class B>
 concept Batch = requires(const B& b, index_t i) {
   typename B::value_type;
@@ -39,9 +40,9 @@ inline void check_element_index(index_t i, index_t batch, const char* function) 
 template <class Derived>
 class ElementMethods {
  public:
-  /// Full shape of element i (its sizes and the last dim).
+  /// Full shape of element i (its sizes and the last dim). IndexError unless 0 <= i < B.
   Shape shape_of(index_t i) const { return self().element(i).shape(); }
-  /// Views of every element, sharing the batch's storage.
+  /// Views of every element (B tensors), sharing the batch's storage; nothing is copied.
   auto to_list() const {
     std::vector<decltype(self().element(0))> out;
     out.reserve(self().batch_size());
@@ -63,6 +64,7 @@ class ExactBatch : public detail::ElementMethods<ExactBatch<T>> {
   using value_type = T;
 
   /// Wraps `data` (rank >= 2: batch, element dims..., last dim); shares its storage.
+  /// ShapeError when data has rank < 2.
   explicit ExactBatch(Tensor<T> data) : data_(std::move(data)) {
     if (data_.dim() < 2)
       detail::fail<ShapeError>("ExactBatch",
@@ -71,9 +73,13 @@ class ExactBatch : public detail::ElementMethods<ExactBatch<T>> {
                                data_.shape());
   }
 
+  /// The batched tensor (B, element shape...).
   const Tensor<T>& data() const { return data_; }
+  /// Number of elements B (data's dim 0).
   index_t batch_size() const { return data_.size(0); }
+  /// Size of the last dim, shared by every element.
   index_t last_dim() const { return data_.size(-1); }
+  /// Rank of each element (data's rank - 1).
   index_t element_rank() const { return data_.dim() - 1; }
   /// (B, rank - 1): every row is the common element shape without the last dim.
   Tensor<index_t> shape_per_tensor() const {
@@ -83,6 +89,7 @@ class ExactBatch : public detail::ElementMethods<ExactBatch<T>> {
         out(i, d) = data_.size(d + 1);
     return out;
   }
+  /// Element i, data[i]: a view of shape (element shape...). IndexError unless 0 <= i < B.
   Tensor<T> element(index_t i) const {
     detail::check_element_index(i, batch_size(), "ExactBatch::element");
     return data_.select(0, i);
@@ -99,7 +106,9 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
  public:
   using value_type = T;
 
-  /// Wraps `data` and validates `shape_per_tensor` against it (O(B * rank)).
+  /// Wraps `data` (B, max_shape..., last_dim) and validates `shape_per_tensor` (B, rank - 1)
+  /// against it (O(B * rank)). ShapeError when data has rank < 2, shape_per_tensor has another
+  /// shape, or an element's size exceeds the padded size; ValueError for a negative size.
   PaddedBatch(Tensor<T> data, const Tensor<index_t>& shape_per_tensor) : data_(std::move(data)) {
     if (data_.dim() < 2)
       detail::fail<ShapeError>("PaddedBatch",
@@ -116,14 +125,21 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
                                    data_.size(d + 1), " of data dim ", d + 1);
   }
 
+  /// The padded tensor (B, max_shape..., last_dim), padding included.
   const Tensor<T>& data() const { return data_; }
+  /// (B, rank - 1): each element's shape without the last dim.
   const Tensor<index_t>& shape_per_tensor() const { return shape_per_tensor_; }
+  /// Number of elements B (data's dim 0).
   index_t batch_size() const { return data_.size(0); }
+  /// Size of the last dim, shared by every element.
   index_t last_dim() const { return data_.size(-1); }
+  /// Rank of each element (data's rank - 1).
   index_t element_rank() const { return data_.dim() - 1; }
   /// The padded sizes (data's dims between batch and last).
   Shape max_shape() const { return Shape(data_.shape().begin() + 1, data_.shape().end() - 1); }
 
+  /// Element i: a view of the box [0, shape_per_tensor[i]) of slot i, shape
+  /// (shape_per_tensor[i]..., last_dim). IndexError unless 0 <= i < B.
   Tensor<T> element(index_t i) const {
     detail::check_element_index(i, batch_size(), "PaddedBatch::element");
     Tensor<T> slot = data_.select(0, i);
@@ -132,7 +148,8 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
     return slot;
   }
 
-  /// True where an element has data: data's shape without the last dim.
+  /// True where an element has data: a new Tensor<bool> of data's shape without the last dim,
+  /// (B, max_shape...).
   Tensor<bool> mask() const {
     Tensor<bool> out(Shape(data_.shape().begin(), data_.shape().end() - 1));
     for (index_t i = 0; i < batch_size(); ++i) {
@@ -169,9 +186,11 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
  public:
   using value_type = T;
 
-  /// Wraps `data` and validates shape_per_tensor and first_idx against it (O(B * rank)):
-  /// first_idx starts at 0, never decreases, ends at the row count, and each element's row
-  /// count equals the product of its shape_per_tensor row.
+  /// Wraps `data` (total rows, last_dim) and validates shape_per_tensor (B, rank - 1) and
+  /// first_idx (B + 1) against it (O(B * rank)): first_idx starts at 0, never decreases, ends at
+  /// the row count, and each element's row count equals the product of its shape_per_tensor row.
+  /// ShapeError for wrong ranks or shapes (data not 2-d, first_idx not (B + 1)); ValueError for
+  /// negative sizes or first_idx values that break these rules.
   PackedBatch(Tensor<T> data, const Tensor<index_t>& shape_per_tensor,
               const Tensor<index_t>& first_idx)
       : data_(std::move(data)) {
@@ -208,15 +227,24 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
                                " but data has ", data_.size(0), " rows");
   }
 
+  /// The packed rows (total rows, last_dim).
   const Tensor<T>& data() const { return data_; }
+  /// (B, rank - 1): each element's shape without the last dim.
   const Tensor<index_t>& shape_per_tensor() const { return shape_per_tensor_; }
+  /// (B + 1): 0, then the running sum of the elements' row counts; element i is rows
+  /// [first_idx[i], first_idx[i + 1]).
   const Tensor<index_t>& first_idx() const { return first_idx_; }
+  /// Number of elements B.
   index_t batch_size() const { return shape_per_tensor_.size(0); }
+  /// Size of the last dim, shared by every element.
   index_t last_dim() const { return data_.size(1); }
+  /// Rank of each element (shape_per_tensor's columns + 1).
   index_t element_rank() const { return shape_per_tensor_.size(1) + 1; }
-  /// Rows of element i in data.
+  /// Rows of element i in data, first_idx[i + 1] - first_idx[i] (unchecked: 0 <= i < B).
   index_t rows_of(index_t i) const { return first_idx_(i + 1) - first_idx_(i); }
 
+  /// Element i: a view of rows [first_idx[i], first_idx[i + 1]) reshaped to
+  /// (shape_per_tensor[i]..., last_dim). IndexError unless 0 <= i < B.
   Tensor<T> element(index_t i) const {
     detail::check_element_index(i, batch_size(), "PackedBatch::element");
     if (element_rank() == 1) return data_.select(0, first_idx_(i));

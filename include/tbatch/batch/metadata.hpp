@@ -93,7 +93,9 @@ Tensor<index_t> get_shape_per_tensor(const std::vector<Tensor<T>>& list) {
   return detail::shape_per_tensor_of(list, "get_shape_per_tensor");
 }
 
-/// 0 followed by the running sum of `numel_per_tensor` (rows per element): shape (B + 1).
+/// 0 followed by the running sum of `numel_per_tensor` (rows per element, shape (B)): shape
+/// (B + 1), kaolin's first_idx. ShapeError unless numel_per_tensor is 1-d; ValueError for a
+/// negative count; ShapeError when the sum overflows.
 inline Tensor<index_t> get_first_idx(const Tensor<index_t>& numel_per_tensor) {
   if (numel_per_tensor.dim() != 1)
     detail::fail<ShapeError>("get_first_idx", "numel_per_tensor must be 1-d, got shape ",
@@ -111,9 +113,11 @@ inline Tensor<index_t> get_first_idx(const Tensor<index_t>& numel_per_tensor) {
   return out;
 }
 
-/// The max shape of a batch: per dim, the given value or (for -1 or when not given) the
-/// largest size in shape_per_tensor. A given value below some element's size is a ValueError
-/// naming the dim and the element (no truncation).
+/// The max shape of a batch, shape (rank - 1): per dim, the given value or (for -1 or when not
+/// given) the largest size in `shape_per_tensor` (B, rank - 1). `partial_max_shape` is empty or
+/// has rank - 1 values (ShapeError otherwise). A given value below some element's size is a
+/// ValueError naming the dim and the element (no truncation); so are values below -1 and
+/// negative sizes. ShapeError unless shape_per_tensor is 2-d.
 inline Tensor<index_t> fill_max_shape(const Tensor<index_t>& shape_per_tensor,
                                       std::vector<index_t> partial_max_shape = {}) {
   if (shape_per_tensor.dim() != 2)

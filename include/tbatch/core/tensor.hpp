@@ -37,11 +37,11 @@ class Tensor : public ViewMethods<Tensor<T>> {
 
   /// An empty tensor of shape {0}.
   Tensor() : Tensor(Shape{0}) {}
-  /// A zero-filled tensor.
+  /// A zero-filled contiguous tensor of `shape` (ShapeError when its element count overflows).
   explicit Tensor(Shape shape)
       : storage_(Storage<T>::allocate_zeroed(shape.numel())),
         layout_(layout::contiguous(std::move(shape))) {}
-  /// A tensor with every element `fill`.
+  /// A contiguous tensor of `shape` with every element `fill_value`.
   Tensor(Shape shape, T fill_value) : Tensor(empty(std::move(shape))) {
     tbatch::fill(view(), fill_value);
   }
@@ -53,14 +53,16 @@ class Tensor : public ViewMethods<Tensor<T>> {
     std::copy(values.begin(), values.end(), data());
   }
 
-  /// An uninitialised contiguous tensor (for outputs that are fully written next).
+  /// An uninitialised contiguous tensor of `shape` (for outputs that are fully written next).
   static Tensor empty(Shape shape) {
     const index_t n = shape.numel();
     return Tensor(Storage<T>::allocate(n), layout::contiguous(std::move(shape)));
   }
+  /// Same as Tensor(shape): zeros.
   static Tensor zeros(Shape shape) { return Tensor(std::move(shape)); }
+  /// Same as Tensor(shape, value).
   static Tensor full(Shape shape, T value) { return Tensor(std::move(shape), value); }
-  /// 0, 1, ..., n-1 as T, shape {n}.
+  /// 0, 1, ..., n-1 as T, shape {n}. ShapeError for n < 0.
   static Tensor arange(index_t n) {
     if (n < 0) detail::fail<ShapeError>("arange", "n ", n, " must be >= 0");
     Tensor out = empty(Shape{n});
@@ -74,7 +76,7 @@ class Tensor : public ViewMethods<Tensor<T>> {
     tbatch::copy(source, out.view());
     return out;
   }
-  /// Copy of a 2-d Eigen expression, row-major.
+  /// Copy of a 2-d Eigen expression (rows, cols), row-major, converted to T.
   template <class Derived>
   static Tensor from_eigen(const Eigen::DenseBase<Derived>& m) {
     Tensor out = empty(Shape{m.rows(), m.cols()});
@@ -104,7 +106,8 @@ class Tensor : public ViewMethods<Tensor<T>> {
   /// This tensor if already contiguous, else a contiguous copy.
   Tensor contiguous() const { return this->is_contiguous() ? *this : clone(); }
 
-  /// Contiguous tensors as a flat Eigen array.
+  /// Contiguous tensors as a flat Eigen array of numel() elements, sharing the buffer.
+  /// ValueError when the tensor is not contiguous.
   Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> flat() {
     require_contiguous("flat");
     return {data(), numel()};
@@ -118,7 +121,9 @@ class Tensor : public ViewMethods<Tensor<T>> {
   using ConstMatrixMap =
       Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
                  Eigen::OuterStride<>>;
-  /// Rank-2 tensors with unit column stride as a row-major Eigen matrix (rows may be strided).
+  /// Rank-2 tensors with unit column stride as a row-major Eigen matrix (rows may be strided),
+  /// sharing the buffer. ShapeError unless the rank is 2; ValueError for a column stride other
+  /// than 1 or overlapping rows.
   MatrixMap matrix() {
     require_matrix();
     return {data(), this->size(0), this->size(1), Eigen::OuterStride<>(row_stride())};
@@ -129,11 +134,15 @@ class Tensor : public ViewMethods<Tensor<T>> {
   }
 
   /// Indexing with torch semantics: integers, Slice, Ellipsis, NewAxis (views); integer index
-  /// tensors and boolean masks (copies). Defined in view/indexing.hpp.
+  /// tensors and boolean masks (copies). Defined in view/indexing.hpp. IndexError for too many
+  /// indices, more than one Ellipsis, an index out of range or a mask of the wrong shape;
+  /// ShapeError when index tensors do not broadcast together.
   Tensor index(std::initializer_list<TensorIndex> indices) const;
-  /// Writes `value` (broadcast to the indexed shape) into the indexed elements.
+  /// Writes `value` (broadcast to the indexed shape) into the indexed elements; with repeated
+  /// positions the last write wins. index's errors, and ShapeError when value does not
+  /// broadcast.
   void index_put(std::initializer_list<TensorIndex> indices, const Tensor& value);
-  /// Sets the indexed elements to `value`.
+  /// Sets the indexed elements to `value`. index's errors.
   void index_fill(std::initializer_list<TensorIndex> indices, T value);
 
   // Hooks for ViewMethods.

@@ -485,7 +485,9 @@ class TensorDict {
 
   /// Indexes the batch dims of every entry at once: integers, Slice, Ellipsis and NewAxis give
   /// views of the entries, index tensors and boolean masks (over leading batch dims) copies.
-  /// IndexError when batch_dims() == 0.
+  /// The result's batch size is the indexed batch shape; feature dims are untouched. IndexError
+  /// when batch_dims() == 0, for an index out of range, too many indices (more than the batch
+  /// dims) or a mask of the wrong shape.
   TensorDict index(std::initializer_list<TensorIndex> indices) const {
     const char* fn = "TensorDict::index";
     require_batch_dims(indices, fn);
@@ -513,7 +515,10 @@ class TensorDict {
   /// Writes the entries of `value`, a TensorDict with the indexed batch size, into the indexed
   /// batch elements of the same keys (keys of this TensorDict absent from `value` are left
   /// alone). Writing into a TensorDict without entries first creates zero-filled entries shaped
-  /// like the value's (lazy pre-allocation). Checks everything before writing anything.
+  /// like the value's (lazy pre-allocation). Checks everything before writing anything:
+  /// IndexError as for index(); ShapeError when value's batch size is not the indexed one;
+  /// KeyError for a key of value missing here; TypeError for a dtype that differs; ValueError
+  /// when an indexed entry is an expanded (broadcast) view.
   void index_put(std::initializer_list<TensorIndex> indices, const TensorDict& value) {
     const char* fn = "TensorDict::index_put";
     require_batch_dims(indices, fn);
@@ -580,7 +585,7 @@ class TensorDict {
   // ---------------------------------------------------------------- shape ops over batch dims
 
   /// The batch dims reshaped to `sizes` (one -1 allowed): views where the strides allow, else
-  /// copies. Names are erased.
+  /// copies. Names are erased. ShapeError when the element count differs.
   TensorDict reshape(const std::vector<index_t>& sizes) const {
     const char* fn = "TensorDict::reshape";
     const Shape batch = layout::infer_size(sizes, numel(), fn);
@@ -606,7 +611,9 @@ class TensorDict {
     detail::KeyPath path;
     return map_tensors(batch, Names(batch.size()), bd, op, path);
   }
-  /// Reorders the batch dims: batch dim i of the result is batch dim dims[i]. Views.
+  /// Reorders the batch dims: batch dim i of the result is batch dim dims[i]. Views. ShapeError
+  /// unless dims has batch_dims() entries; ValueError for a repeated dim; IndexError for a dim
+  /// out of range.
   TensorDict permute(const std::vector<index_t>& dims) const {
     const char* fn = "TensorDict::permute";
     const index_t bd = batch_dims();
@@ -710,6 +717,7 @@ class TensorDict {
     return map_tensors(std::move(batch), std::move(names), bd, op, path);
   }
   /// Merges batch dims [start, end] into one (unnamed): views where possible, else copies.
+  /// IndexError for a dim out of range or start after end.
   TensorDict flatten(index_t start = 0, index_t end = -1) const {
     const char* fn = "TensorDict::flatten";
     const index_t bd = batch_dims();
@@ -740,6 +748,7 @@ class TensorDict {
     return map_tensors(batch, std::move(names), bd, op, path);
   }
   /// Splits batch dim `dim` into `sizes` (one -1 allowed; the new dims have no names). Views.
+  /// ShapeError for empty sizes or sizes whose product is not the dim's size.
   TensorDict unflatten(index_t dim, const std::vector<index_t>& sizes) const {
     const char* fn = "TensorDict::unflatten";
     const index_t bd = batch_dims();
@@ -785,7 +794,8 @@ class TensorDict {
     return map_tensors_many(std::vector<Shape>(count, batch), std::vector<Names>(count, names), bd,
                             op, path);
   }
-  /// Pieces of `size` batch elements along `dim` (the last may be shorter). Views.
+  /// Pieces of `size` batch elements along `dim` (the last may be shorter). Views. ValueError
+  /// for size <= 0.
   std::vector<TensorDict> split(index_t size, index_t dim = 0) const {
     const char* fn = "TensorDict::split";
     const index_t d = normalize_dim(dim, batch_dims(), fn);
@@ -794,7 +804,8 @@ class TensorDict {
     return pieces(layout::split(layout::contiguous(batch_size_), size, d),
                   [&](const Layout& l) { return layout::split(l, size, d); });
   }
-  /// Consecutive pieces along `dim` with the given sizes, which must sum to its size. Views.
+  /// Consecutive pieces along `dim` with the given sizes, which must sum to its size (ValueError
+  /// otherwise, or for a negative size). Views.
   std::vector<TensorDict> split(const std::vector<index_t>& sizes, index_t dim = 0) const {
     const char* fn = "TensorDict::split";
     const index_t d = normalize_dim(dim, batch_dims(), fn);
@@ -811,6 +822,7 @@ class TensorDict {
                   [&](const Layout& l) { return layout::split(l, sizes, d); });
   }
   /// At most `chunks` pieces of ceil(size / chunks) batch elements along `dim`. Views.
+  /// ValueError for chunks <= 0.
   std::vector<TensorDict> chunk(index_t chunks, index_t dim = 0) const {
     const char* fn = "TensorDict::chunk";
     const index_t d = normalize_dim(dim, batch_dims(), fn);
@@ -820,6 +832,7 @@ class TensorDict {
   }
   /// Broadcasts size-1 batch dims and prepends new leading batch dims (-1 keeps a size). Views
   /// whose repeated elements share memory: index_put into them is a ValueError; clone() first.
+  /// ShapeError for fewer sizes than batch dims or a size that does not broadcast.
   TensorDict expand(const std::vector<index_t>& sizes) const {
     const char* fn = "TensorDict::expand";
     const index_t bd = batch_dims();
@@ -950,7 +963,10 @@ class TensorDict {
     return map_tensors(batch_size_, names_, batch_dims(), op, path);
   }
 
-  /// Stacks TensorDicts of equal batch sizes and keys along a new batch dim `dim` (copies).
+  /// Stacks TensorDicts of equal batch sizes and keys along a new batch dim `dim` (copies):
+  /// batch size [..., tds.size(), ...]. ValueError for an empty list or conflicting names;
+  /// ShapeError for different batch sizes or entry shapes; KeyError for different keys;
+  /// TypeError for different dtypes.
   static TensorDict stack(const std::vector<TensorDict>& tds, index_t dim = 0) {
     const char* fn = "TensorDict::stack";
     if (tds.empty()) detail::fail<ValueError>(fn, "expected a non-empty list of TensorDicts");
@@ -967,7 +983,8 @@ class TensorDict {
     return joined(parts, d, true, fn, path);
   }
   /// Concatenates TensorDicts along existing batch dim `dim`; their batch sizes must match
-  /// elsewhere and their keys and entry shapes (but dim) must agree (copies).
+  /// elsewhere and their keys and entry shapes (but dim) must agree (copies). The same errors as
+  /// stack.
   static TensorDict cat(const std::vector<TensorDict>& tds, index_t dim = 0) {
     const char* fn = "TensorDict::cat";
     if (tds.empty()) detail::fail<ValueError>(fn, "expected a non-empty list of TensorDicts");

@@ -468,7 +468,10 @@ inline constexpr const char* batch_subject = "the batch's elements have";
 /// 2 * rank values; dims not listed are not padded. Negative values crop. In constant mode the
 /// border is `value`; the other modes take no value. Limits: reflect needs pads < size,
 /// symmetric and circular pads <= size, replicate a non-empty dim. Any strided `x`; the result
-/// is a new contiguous tensor.
+/// is a new contiguous tensor of shape x.shape() with dim d grown by its before + after.
+/// Errors: ValueError for an odd-length list, a pad over a mode's limit, a non-zero `value` in
+/// a non-constant mode, or a `mode` that is not a PadMode; ShapeError for more pairs than dims,
+/// a crop below size 0, or a size that overflows.
 template <class T>
 Tensor<T> pad(const Tensor<T>& x, const std::vector<index_t>& pad, PadMode mode = PadMode::constant,
               std::type_identity_t<T> value = T(0)) {
@@ -478,7 +481,9 @@ Tensor<T> pad(const Tensor<T>& x, const std::vector<index_t>& pad, PadMode mode 
                             mode, value);
 }
 
-/// `x` padded by one {before, after} pair per dim, first dim first (the TF / ONNX order).
+/// `x` padded by one {before, after} pair per dim, first dim first (the TF / ONNX order); no
+/// pairs pads nothing. ShapeError unless there are exactly rank pairs or none; otherwise the
+/// same semantics and errors as the flat form.
 template <class T>
 Tensor<T> pad(const Tensor<T>& x, const std::vector<std::array<index_t, 2>>& pairs,
               PadMode mode = PadMode::constant, std::type_identity_t<T> value = T(0)) {
@@ -493,8 +498,8 @@ Tensor<T> pad(const Tensor<T>& x, std::initializer_list<std::array<index_t, 2>> 
   return pad(x, std::vector<std::array<index_t, 2>>(pairs), mode, value);
 }
 
-/// The shape pad(x, pad, mode) has for an `x` of `shape`, checked as pad checks it (use it to
-/// size the output of pad_into).
+/// The shape pad(x, pad, mode) has for an `x` of `shape`, checked as pad checks it, with the
+/// same errors (use it to size the output of pad_into).
 inline Shape pad_shape(const Shape& shape, const std::vector<index_t>& pad,
                        PadMode mode = PadMode::constant) {
   detail::check_pad_mode(mode, "pad_shape");
@@ -507,7 +512,7 @@ inline Shape pad_shape(const Shape& shape, const std::vector<index_t>& pad,
 /// pad into a caller-owned view `out` of shape pad_shape(x.shape(), pad, mode) (ShapeError
 /// otherwise), for example a slot of a larger tensor or memory the caller owns. `out` must not
 /// overlap `x` nor map two elements to one address (ValueError). Allocates nothing, except a
-/// temporary when a crop removes data a non-constant border mirrors.
+/// temporary when a crop removes data a non-constant border mirrors. Other errors as pad.
 template <class S, class T>
 requires std::same_as<std::remove_const_t<S>, T>
 void pad_into(StridedView<S> x, const std::vector<index_t>& pad, StridedView<T> out,
@@ -534,8 +539,10 @@ void pad_into(StridedView<S> x, const std::vector<index_t>& pad, StridedView<T> 
 
 /// Each element of a batch padded inside its own valid extent (borders never read the batch
 /// padding or a neighbour), returned in the same layout with updated shape_per_tensor /
-/// first_idx. `pad` applies to the element's dims, last dim first. Padded slots grow by the
-/// pads and everything outside the elements is `value`.
+/// first_idx. `pad` applies to the element's dims, last dim first (at most 2 * element_rank
+/// values). Padded slots grow by the pads (max_shape[d] + before + after) and everything outside
+/// the elements is `value`. The dense form's errors, with the limits checked per element (the
+/// message names the element).
 template <Batch B>
 B pad(const B& batch, const std::vector<index_t>& pad, PadMode mode = PadMode::constant,
       typename B::value_type value = typename B::value_type(0)) {
@@ -546,7 +553,8 @@ B pad(const B& batch, const std::vector<index_t>& pad, PadMode mode = PadMode::c
       value);
 }
 
-/// Batch pad with one {before, after} pair per element dim, first dim first.
+/// Batch pad with one {before, after} pair per element dim, first dim first (exactly
+/// element_rank pairs, or none: ShapeError otherwise).
 template <Batch B>
 B pad(const B& batch, const std::vector<std::array<index_t, 2>>& pairs,
       PadMode mode = PadMode::constant, typename B::value_type value = typename B::value_type(0)) {

@@ -859,6 +859,9 @@ void scatter_elements_into(const char* function, const B& batch,
 /// values in [0, x.size(0)); updates has shape [N] + x.shape[1:] (x.shape[1:] for a 0-d index).
 /// overwrite=true copies rows in index order, so the last update of a row wins; overwrite=false
 /// zeroes every referenced row once, then adds every update into it. Unreferenced rows keep x.
+/// Returns a new tensor of x's shape. Errors: IndexError for an index value outside
+/// [0, x.size(0)) (naming its position); ShapeError for an index of another shape or updates of
+/// the wrong shape.
 template <class T>
 Tensor<T> scatter(const Tensor<T>& x, const Tensor<index_t>& index, const Tensor<T>& updates,
                   bool overwrite = true) {
@@ -868,7 +871,9 @@ Tensor<T> scatter(const Tensor<T>& x, const Tensor<index_t>& index, const Tensor
 }
 
 /// In-place scatter: writes into x (which may be a view) and allocates nothing unless an input
-/// overlaps x's memory (then that input is copied first).
+/// overlaps x's memory (then that input is copied first). Everything is checked before the
+/// first write; ValueError when x is a broadcast view (stride 0 over a dim of size > 1); other
+/// errors as scatter.
 template <class T>
 Tensor<T>& scatter_(Tensor<T>& x, const Tensor<index_t>& index, const Tensor<T>& updates,
                     bool overwrite = true) {
@@ -879,6 +884,8 @@ Tensor<T>& scatter_(Tensor<T>& x, const Tensor<index_t>& index, const Tensor<T>&
 /// Paddle's scatter_nd_add: index has shape [..., Q] (Q <= x.dim()); each index row addresses
 /// x[i_0, ..., i_{Q-1}] (a slice of shape x.shape[Q:]) and adds the matching slice of updates,
 /// whose shape is index.shape[:-1] + x.shape[Q:]. Duplicates accumulate, in index order.
+/// Returns a new tensor of x's shape. IndexError for an index value out of range (naming its
+/// position); ShapeError for Q > x.dim() or updates of the wrong shape.
 template <class T>
 Tensor<T> scatter_nd_add(const Tensor<T>& x, const Tensor<index_t>& index,
                          const Tensor<T>& updates) {
@@ -887,7 +894,8 @@ Tensor<T> scatter_nd_add(const Tensor<T>& x, const Tensor<index_t>& index,
   return out;
 }
 
-/// In-place scatter_nd_add into x.
+/// In-place scatter_nd_add into x (any writable view); checked before the first write, with
+/// scatter_nd_add's errors, and ValueError when x is a broadcast view.
 template <class T>
 Tensor<T>& scatter_nd_add_(Tensor<T>& x, const Tensor<index_t>& index, const Tensor<T>& updates) {
   detail::scatter_nd_add_into("scatter_nd_add_", x, index, updates);
@@ -902,7 +910,10 @@ Tensor<T>& scatter_nd_add_(Tensor<T>& x, const Tensor<index_t>& index, const Ten
 /// index.size(d) <= src.size(d) for every d and <= self.size(d) for d != dim. include_self=false
 /// makes a slot that is hit at least once reduce over src values only; slots never hit keep
 /// self. Reduce::mean divides by the number of values reduced (self counts when include_self);
-/// integer means floor. Integer sums and products wrap.
+/// integer means floor. Integer sums and products wrap. Returns a new tensor of self's shape.
+/// Errors: IndexError for a bad dim or an index value outside [0, self.size(dim)); ShapeError
+/// for ranks or sizes that break the rules above; TypeError for bool tensors; ValueError for
+/// a `reduce` that is not a Reduce.
 template <class T>
 Tensor<T> scatter_reduce(const Tensor<T>& self, index_t dim, const Tensor<index_t>& index,
                          const Tensor<T>& src, Reduce reduce, bool include_self = true) {
@@ -912,7 +923,8 @@ Tensor<T> scatter_reduce(const Tensor<T>& self, index_t dim, const Tensor<index_
 }
 
 /// In-place scatter_reduce into self. Allocates nothing except, for Reduce::mean, a count per
-/// element of self.
+/// element of self. Checked before the first write, with scatter_reduce's errors, and
+/// ValueError when self is a broadcast view.
 template <class T>
 Tensor<T>& scatter_reduce_(Tensor<T>& self, index_t dim, const Tensor<index_t>& index,
                            const Tensor<T>& src, Reduce reduce, bool include_self = true) {
@@ -921,7 +933,10 @@ Tensor<T>& scatter_reduce_(Tensor<T>& self, index_t dim, const Tensor<index_t>& 
 }
 
 /// torch.Tensor.index_add: self.select(dim, index[i]) += alpha * source.select(dim, i). index is
-/// 0-d or 1-d with source.size(dim) entries; source matches self at every other dim.
+/// 0-d or 1-d with source.size(dim) entries; source matches self at every other dim. Duplicates
+/// accumulate in index order; integer results wrap. Returns a new tensor of self's shape.
+/// Errors: IndexError for a bad dim or an index value outside [0, self.size(dim)); ShapeError
+/// for mismatched shapes; TypeError for bool tensors.
 template <class T>
 Tensor<T> index_add(const Tensor<T>& self, index_t dim, const Tensor<index_t>& index,
                     const Tensor<T>& source, std::type_identity_t<T> alpha = T(1)) {
@@ -930,7 +945,9 @@ Tensor<T> index_add(const Tensor<T>& self, index_t dim, const Tensor<index_t>& i
   return out;
 }
 
-/// In-place index_add into self; allocates nothing unless an input overlaps self.
+/// In-place index_add into self; allocates nothing unless an input overlaps self. Checked
+/// before the first write, with index_add's errors, and ValueError when self is a broadcast
+/// view.
 template <class T>
 Tensor<T>& index_add_(Tensor<T>& self, index_t dim, const Tensor<index_t>& index,
                       const Tensor<T>& source, std::type_identity_t<T> alpha = T(1)) {
@@ -945,7 +962,9 @@ Tensor<T>& index_add_(Tensor<T>& self, index_t dim, const Tensor<index_t>& index
 /// row local_index[k] of element element_index[k]. local_index has shape [N, element_rank - 1]
 /// (or [N] for elements of rank 2) and is checked against that element's own shape, never the
 /// padded maximum. Same overwrite semantics as the dense scatter. Returns a new batch of the
-/// same layout; padding is copied unchanged.
+/// same layout; padding is copied unchanged. Errors: IndexError for an element index outside
+/// [0, B) or a row outside its element's own shape (naming the position and the element);
+/// ShapeError for index or updates tensors of the wrong shape (updates must be [N, last_dim]).
 template <Batch B>
 B scatter(const B& batch, const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
           const Tensor<typename B::value_type>& updates, bool overwrite = true) {
@@ -954,7 +973,8 @@ B scatter(const B& batch, const Tensor<index_t>& element_index, const Tensor<ind
   return out;
 }
 
-/// In-place ragged-aware scatter into the batch's data (allocates only a per-element table).
+/// In-place ragged-aware scatter into the batch's data (allocates only a per-element table);
+/// checked before the first write, with the errors of the copying form.
 template <Batch B>
 B& scatter_(B& batch, const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
             const Tensor<typename B::value_type>& updates, bool overwrite = true) {

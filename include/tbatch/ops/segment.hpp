@@ -250,12 +250,16 @@ Tensor<index_t> segment_arg_impl(const char* function, const Tensor<T>& values,
 /// [first_idx[e], first_idx[e + 1]). Returns (B, values.shape[1:]...). Rows are combined in
 /// order with the scatter_reduce combiners (NaN propagates through amax / amin; integer sums and
 /// products wrap; integer means floor). An empty segment gives 0 for every reduction.
+/// `first_idx` has B + 1 entries: 0, non-decreasing, ending at values.size(0) (ValueError
+/// otherwise; ShapeError unless it is 1-d and values has rank >= 1). TypeError for bool values;
+/// ValueError for a `reduce` that is not a Reduce.
 template <class T>
 Tensor<T> segment_reduce(const Tensor<T>& values, const Tensor<index_t>& first_idx, Reduce reduce) {
   return detail::segment_reduce_impl("segment_reduce", values, first_idx, reduce);
 }
 
-/// Reduces each element of a packed batch over its rows: (B, last_dim).
+/// Reduces each element of a packed batch over its rows: (B, last_dim), row i the reduction of
+/// element i's rows (0 for an element without rows). Errors as the dense form.
 template <class T>
 Tensor<T> segment_reduce(const PackedBatch<T>& batch, Reduce reduce) {
   return detail::segment_reduce_impl("segment_reduce", batch.data(), batch.first_idx(), reduce);
@@ -263,7 +267,8 @@ Tensor<T> segment_reduce(const PackedBatch<T>& batch, Reduce reduce) {
 
 /// For each segment and position, the row of `values` (a global row number) holding the segment's
 /// maximum; the first such row wins, a NaN counts as the maximum (as torch.argmax), and an empty
-/// segment gives -1. Shape (B, values.shape[1:]...).
+/// segment gives -1. Shape (B, values.shape[1:]...). first_idx is checked as for
+/// segment_reduce (ValueError / ShapeError); TypeError for bool values.
 template <class T>
 Tensor<index_t> segment_argmax(const Tensor<T>& values, const Tensor<index_t>& first_idx) {
   return detail::segment_arg_impl(

@@ -405,7 +405,7 @@ void batch_to_space_nd_into(StridedView<S> x, const std::vector<index_t>& block_
 }
 
 /// An exact batch follows the dense rule: its data is [batch] + spatial + remaining, and the
-/// result is the exact batch of batch * prod(block_shape) elements.
+/// result is the exact batch of batch * prod(block_shape) elements. Errors as the dense form.
 template <class T>
 ExactBatch<T> space_to_batch_nd(const ExactBatch<T>& batch, const std::vector<index_t>& block_shape,
                                 const std::vector<std::array<index_t, 2>>& paddings,
@@ -413,7 +413,8 @@ ExactBatch<T> space_to_batch_nd(const ExactBatch<T>& batch, const std::vector<in
   return ExactBatch<T>(space_to_batch_nd(batch.data(), block_shape, paddings, pad_value));
 }
 
-/// The dense rule on an exact batch's data: batch / prod(block_shape) elements.
+/// The dense rule on an exact batch's data: batch / prod(block_shape) elements. Errors as the
+/// dense form.
 template <class T>
 ExactBatch<T> batch_to_space_nd(const ExactBatch<T>& batch, const std::vector<index_t>& block_shape,
                                 const std::vector<std::array<index_t, 2>>& crops) {
