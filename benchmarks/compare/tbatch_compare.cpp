@@ -64,7 +64,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
   int reps = 11;
-  bool quick = false;         // smaller repetition counts (smoke test)
+  bool quick = false;  // smaller repetition counts (smoke test)
   bool system_malloc = false;
   int threads = 1;  // 2: also run the 2-thread rows
   std::string csv, md, filter;
@@ -207,7 +207,8 @@ void run_row(Row row) {
   }
   res.memcpy_s = half > 0 ? m[k] : NAN;
   res.row = std::move(row);
-  std::fprintf(stderr, "  %-34s tbatch %10.1f us  torch %10.1f us  eigen %10.1f us  memcpy %10.1f us\n",
+  std::fprintf(stderr,
+               "  %-34s tbatch %10.1f us  torch %10.1f us  eigen %10.1f us  memcpy %10.1f us\n",
                res.row.op.c_str(), res.tbatch_s * 1e6, res.torch_s * 1e6, res.eigen_s * 1e6,
                res.memcpy_s * 1e6);
 #ifdef _OPENMP
@@ -325,33 +326,33 @@ void conversions(const std::string& tag, const std::vector<Tensor<float>>& list,
               torch_split_pad());
   expect_same("packed_to_padded", padded_batch.data(), torch_packed_loop());
 
-  const bool big = valid > 1e6;
+  const bool big = valid > 1e6;  // tiny rows measure per-call overhead, not bandwidth
   Row r;
   r.shape = shape;
   r.streaming = big;
   r.threads = threads;
 
   r.op = "list_to_padded" + suffix;
-  r.bytes = valid + padded;
+  r.bytes = big ? valid + padded : 0;
   r.tbatch = [&] { keep(tbatch::list_to_padded(list, 0.0f)); };
   r.torch = {{"pad_sequence(batch_first)", [&] { keep(torch_pad_sequence()); }},
              {"empty + per-element copy_/fill_", [&] { keep(torch_padded_loop()); }}};
   run_row(r);
 
   r.op = "list_to_packed" + suffix;
-  r.bytes = 2 * valid;
+  r.bytes = big ? 2 * valid : 0;
   r.tbatch = [&] { keep(tbatch::list_to_packed(list)); };
   r.torch = {{"cat(list, 0)", [&] { keep(torch_cat()); }}};
   run_row(r);
 
   r.op = "padded_to_packed" + suffix;
-  r.bytes = 2 * valid;
+  r.bytes = big ? 2 * valid : 0;
   r.tbatch = [&] { keep(tbatch::padded_to_packed(padded_batch.data(), spt)); };
   r.torch = {{"cat of narrow(0, 0, n_i) views", [&] { keep(torch_unpad_cat()); }}};
   run_row(r);
 
   r.op = "packed_to_padded" + suffix;
-  r.bytes = valid + padded;
+  r.bytes = big ? valid + padded : 0;
   r.tbatch = [&] {
     keep(tbatch::packed_to_padded(packed_batch.data(), packed_batch.shape_per_tensor(), first_idx,
                                   0.0f));
@@ -494,8 +495,7 @@ void segment_rows() {
   std::copy(cuts.begin(), cuts.end(), first_idx.data() + 1);
   first_idx.data()[kSegments] = kRows;
   const torch::Tensor tvalues = torch_view(values);
-  const torch::Tensor toffsets =
-      torch::from_blob(first_idx.data(), {kSegments + 1}, torch::kInt64);
+  const torch::Tensor toffsets = torch::from_blob(first_idx.data(), {kSegments + 1}, torch::kInt64);
   expect_same("segment_reduce sum", tbatch::segment_reduce(values, first_idx, Reduce::sum),
               torch::segment_reduce(tvalues, "sum", {}, {}, toffsets));
   struct R {
@@ -663,7 +663,6 @@ void tensordict_rows() {
   }());
   r.op = "TensorDict stack 8";
   r.shape = "8 x batch [256], 4 keys";
-  r.bytes = 2.0 * 8 * kBatch * (64 + 8 + 1 + 2) * 4;
   r.tbatch = [&] { keep(TensorDict::stack(tds)); };
   r.torch = {{"per-key torch::stack", [&] {
                 TorchDict out;
@@ -703,7 +702,8 @@ double frac(const Result& r, double s) {
 }
 
 void write_markdown(std::ostream& out) {
-  out << "| op | workload | tbatch | libtorch (best formulation) | libtorch / tbatch | Eigen Tensor "
+  out << "| op | workload | tbatch | libtorch (best formulation) | libtorch / tbatch | Eigen "
+         "Tensor "
          "| Eigen / tbatch | memcpy, same bytes | tbatch GB/s | tbatch of memcpy | libtorch of "
          "memcpy | load |\n";
   out << "|---|---|--:|---|--:|---|--:|--:|--:|--:|--:|--:|\n";
