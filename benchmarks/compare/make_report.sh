@@ -64,6 +64,8 @@ set ytics format "%.0f%%"
 set grid ytics
 set xtics rotate by -40 scale 0
 set key top right
+set rmargin 10
+set bmargin 9
 set datafile missing "NaN"
 plot "$work/chart.dat" using (\$2*100):xtic(1) title "tbatch" lc rgb "#1f77b4", \
      "" using (\$3*100) title "libtorch (best formulation)" lc rgb "#ff7f0e", \
