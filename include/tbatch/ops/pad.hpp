@@ -366,6 +366,7 @@ void pad_blocked(const StridedView<const T>& src, const StridedView<T>& dst,
   const index_t rows = out.size(0);
   const index_t row_bytes = out.numel() / rows * index_t(sizeof(T));
   const index_t step = std::max<index_t>(1, pad_block_bytes / std::max<index_t>(row_bytes, 1));
+  TBATCH_PARALLEL_FOR(out.numel() * index_t(sizeof(T)) > parallel_min_bytes)
   for (index_t r = 0; r < rows; r += step) {
     const index_t n = std::min(step, rows - r);
     pad_block(in.narrow(0, r, n), out.narrow(0, r, n), plan, mode, value);
