@@ -16,7 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-args="--reps 15 $*"
+args="--reps 15 --threads 2 $*"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 "$exe" $args --csv "$work/table.csv" --md "$work/table.md" >/dev/null
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -70,6 +70,14 @@ struct Options {
   std::string csv, md, filter;
 };
 Options options;
+int current_threads = 1;  // of the workload being set up (its checks run with as many threads)
+
+void set_threads(int n) {
+#ifdef _OPENMP
+  omp_set_num_threads(n);
+#endif
+  torch::set_num_threads(n);
+}
 
 // ------------------------------------------------------------------ harness
 
@@ -169,10 +177,7 @@ std::vector<double> measure(const std::vector<const std::function<void()>*>& fns
 void run_row(Row row) {
   if (!options.filter.empty() && row.op.find(options.filter) == std::string::npos) return;
   if (row.threads > options.threads) return;
-#ifdef _OPENMP
-  omp_set_num_threads(row.threads);
-#endif
-  torch::set_num_threads(row.threads);
+  set_threads(row.threads);
   const std::size_t half = std::size_t(row.bytes / 2);
   std::function<void()> copy = [half] {
     std::memcpy(memcpy_buffers.dst.data(), memcpy_buffers.src.data(), half);
@@ -211,10 +216,7 @@ void run_row(Row row) {
                "  %-34s tbatch %10.1f us  torch %10.1f us  eigen %10.1f us  memcpy %10.1f us\n",
                res.row.op.c_str(), res.tbatch_s * 1e6, res.torch_s * 1e6, res.eigen_s * 1e6,
                res.memcpy_s * 1e6);
-#ifdef _OPENMP
-  omp_set_num_threads(1);
-#endif
-  torch::set_num_threads(1);
+  set_threads(current_threads);
   results.push_back(std::move(res));
 }
 
@@ -410,7 +412,7 @@ void pad_rows(int threads) {
     } else {
       r.note = "torch has no symmetric mode";
     }
-    if (mode == PadMode::constant)
+    if (mode == PadMode::constant && threads == 1)  // Eigen Tensor here is single-threaded
       r.eigen = {{"TensorMap::pad into preallocated", [&] {
                     out_map = in_map.pad(paddings);
                     keep_ptr(eigen_out.data());
@@ -580,10 +582,11 @@ void space_to_batch_rows(int threads) {
                 keep(s2b_out.view({2, 2, 8, 112, 112, 64})
                          .copy_(tx.reshape({8, 112, 2, 112, 2, 64}).permute({2, 4, 0, 1, 3, 5})));
               }}};
-  r.eigen = {{"reshape().shuffle() into preallocated", [&] {
-                s2b_res = ein.reshape(split).shuffle(s2b_order);
-                keep_ptr(eigen_out.data());
-              }}};
+  if (threads == 1)  // Eigen Tensor here is single-threaded
+    r.eigen = {{"reshape().shuffle() into preallocated", [&] {
+                  s2b_res = ein.reshape(split).shuffle(s2b_order);
+                  keep_ptr(eigen_out.data());
+                }}};
   run_row(r);
 
   r.op = "batch_to_space_nd" + suffix;
@@ -593,10 +596,11 @@ void space_to_batch_rows(int threads) {
                 keep(b2s_out.view({8, 112, 2, 112, 2, 64})
                          .copy_(ty.reshape({2, 2, 8, 112, 112, 64}).permute({2, 3, 0, 4, 1, 5})));
               }}};
-  r.eigen = {{"shuffle() into preallocated", [&] {
-                b2s_res = ey.shuffle(b2s_order);
-                keep_ptr(eigen_out.data());
-              }}};
+  if (threads == 1)
+    r.eigen = {{"shuffle() into preallocated", [&] {
+                  b2s_res = ey.shuffle(b2s_order);
+                  keep_ptr(eigen_out.data());
+                }}};
   run_row(r);
 }
 
@@ -801,6 +805,8 @@ int main(int argc, char** argv) {
             << (have_openmp ? ", tbatch OpenMP on" : "") << "\n";
 
   for (int threads = 1; threads <= options.threads; ++threads) {
+    current_threads = threads;
+    set_threads(threads);
     const auto big = point_sets(256, 1024, 64, 42);
     conversions("256 x U[1,1024] x 64 f32", big, threads);
     if (threads == 1) conversions("8 tiny x U[1,4] x 3 f32", point_sets(8, 4, 3, 1), 1);
