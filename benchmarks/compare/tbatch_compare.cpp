@@ -418,6 +418,18 @@ void pad_rows(int threads) {
                     keep_ptr(eigen_out.data());
                   }}};
     run_row(r);
+    if (mode == PadMode::constant && threads == 1) {
+      // Both into one preallocated output, as Eigen's assignment works: the kernels alone.
+      Tensor<float> out(out_shape);
+      r.op = "pad constant, into preallocated";
+      r.note = "tbatch pad_into; torch has no out= pad";
+      r.tbatch = [&x, &pad, &out] {
+        tbatch::pad_into(x.view(), pad, out.view(), PadMode::constant);
+        keep_ptr(out.data());
+      };
+      r.torch.clear();
+      run_row(r);
+    }
   }
 }
 
