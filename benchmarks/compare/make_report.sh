@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs tbatch_compare and writes the comparison page: DOCS/benchmarks.md (machine, date, command,
-# load, the table, the notes of benchmarks/compare/notes.md) and DOCS/images/benchmarks.png (a
-# gnuplot bar chart of each bandwidth row's fraction of memcpy, tbatch next to its peers).
+# load, the table, the notes of benchmarks/compare/notes.md), DOCS/benchmarks.csv (the table,
+# machine-readable) and DOCS/images/benchmarks.png (a gnuplot bar chart of each bandwidth row's
+# fraction of memcpy, tbatch next to its peers).
 #
 #   make_report.sh TBATCH_COMPARE DOCS [GNUPLOT] [extra tbatch_compare arguments...]
 #
@@ -55,9 +56,9 @@ awk -F, 'NR > 1 && $5 > 1e6 {
   printf "\"%s\" %s %s %s\n", $1, ($15 == "" ? "NaN" : $15), ($16 == "" ? "NaN" : $16), ($17 == "" ? "NaN" : $17)
 }' "$work/table.csv" >"$work/chart.dat"
 "$gnuplot" <<EOF
-set terminal pngcairo size 1100,560 font "DejaVu Sans,9" noenhanced
+set terminal pngcairo size 1200,680 font "DejaVu Sans,9" noenhanced
 set output "$docs/images/benchmarks.png"
-set title "Bandwidth as a fraction of memcpy of the same bytes (1 thread; higher is better)"
+set title "Bandwidth as a fraction of memcpy of the same bytes (one thread unless marked; higher is better)"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
@@ -68,11 +69,12 @@ set grid ytics
 set xtics rotate by -40 scale 0
 set key top right
 set rmargin 10
-set bmargin 9
+set bmargin 14
 set datafile missing "NaN"
 plot "$work/chart.dat" using (\$2*100):xtic(1) title "tbatch" lc rgb "#1f77b4", \
      "" using (\$3*100) title "libtorch (best formulation)" lc rgb "#ff7f0e", \
      "" using (\$4*100) title "Eigen Tensor" lc rgb "#2ca02c", \
      100 with lines dt 2 lc rgb "black" title "memcpy"
 EOF
+cp "$work/table.csv" "$docs/benchmarks.csv"
 cat "$work/table.md"
