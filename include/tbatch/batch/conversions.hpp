@@ -50,6 +50,7 @@ Tensor<T> valid_box(Tensor<T> slot, const Shape& sizes) {
 /// around it. `out` is validated by the caller to hold every element.
 template <class T>
 void write_padded(const std::vector<Tensor<T>>& elements, Tensor<T>& out, T padding_value) {
+  TBATCH_PARALLEL_FOR(out.numel() * index_t(sizeof(T)) > parallel_min_bytes)
   for (std::size_t i = 0; i < elements.size(); ++i) {
     const Tensor<T> slot = out.select(0, static_cast<index_t>(i));
     fill_padding(slot, elements[i].shape(), padding_value);
@@ -69,6 +70,7 @@ Tensor<T> packed_rows(const Tensor<T>& out, index_t row_start, const Shape& shap
 template <class T>
 void write_packed(const std::vector<Tensor<T>>& elements, const Tensor<index_t>& first_idx,
                   Tensor<T>& out) {
+  TBATCH_PARALLEL_FOR(out.numel() * index_t(sizeof(T)) > parallel_min_bytes)
   for (std::size_t i = 0; i < elements.size(); ++i)
     copy(elements[i].view(), packed_rows(out, first_idx.data()[i], elements[i].shape()).view());
 }

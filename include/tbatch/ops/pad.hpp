@@ -250,15 +250,55 @@ StridedView<const T> border_source_view(const StridedView<T>& region, index_t di
   }
 }
 
+/// The interior copy and the last dim's borders in one pass, row by row: `from` is the source
+/// interior and `rows` the destination rows it lands in (every dim but the last narrowed to the
+/// interior, the last dim whole); both are dense along the last dim. Each row is written left
+/// border, interior, right border, the borders from the row's interior just written (or
+/// `value`), so the rows are not walked again, column by column, for the borders.
+template <class T>
+void pad_rows_fused(const StridedView<const T>& from, const StridedView<T>& rows, const PadDim& p,
+                    PadMode mode, T value) {
+  const index_t width = p.hi - p.lo, last = rows.dim() - 1;
+  std::vector<index_t> left, right;  // output positions each border position copies
+  if (mode != PadMode::constant) {
+    for (index_t j = 0; j < p.lo; ++j)
+      left.push_back(border_source(mode, p, j));
+    for (index_t j = p.hi; j < p.size_out; ++j)
+      right.push_back(border_source(mode, p, j));
+  }
+  const index_t lo = p.lo, hi = p.hi, size_out = p.size_out;
+  auto write_row = [&](T* out, const T* in) {
+    std::copy_n(in, width, out + lo);
+    if (mode == PadMode::constant) {
+      std::fill_n(out, lo, value);
+      std::fill_n(out + hi, size_out - hi, value);
+    } else {
+      for (index_t j = 0; j < lo; ++j)
+        out[j] = out[left[j]];
+      for (index_t j = hi; j < size_out; ++j)
+        out[j] = out[right[j - hi]];
+    }
+  };
+  // The engine walks the rows' first elements; each run is a line of rows.
+  for_each_run(
+      "pad",
+      [&](index_t n, const std::array<index_t, 2>& stride, T* out, const T* in) {
+        for (index_t i = 0; i < n; ++i)
+          write_row(out + i * stride[0], in + i * stride[1]);
+      },
+      rows.select(last, 0), from.select(last, 0));
+}
+
 /// Pads `src` into `dst` (shapes already checked, no overlap) when every border reads the
 /// written interior: the interior copy, then per dim (innermost first) its border slabs over
-/// the dims already done (whole) and the dims still to do (interior only).
+/// the dims already done (whole) and the dims still to do (interior only). When the last dim
+/// is padded and dense on both sides, the interior copy writes its borders too.
 template <class T>
 void pad_block(const StridedView<const T>& src, const StridedView<T>& dst,
                const std::vector<PadDim>& plan, PadMode mode, T value) {
   const index_t rank = dst.dim();
   StridedView<const T> from = src;
-  StridedView<T> to = dst;
+  StridedView<T> to = dst, rows = dst;
   bool has_interior = true;
   for (index_t d = 0; d < rank; ++d) {
     const PadDim& p = plan[d];
@@ -267,10 +307,16 @@ void pad_block(const StridedView<const T>& src, const StridedView<T>& dst,
     if (!has_interior) break;
     from = from.narrow(d, p.lo - p.before, p.hi - p.lo);
     to = to.narrow(d, p.lo, p.hi - p.lo);
+    if (d + 1 < rank) rows = rows.narrow(d, p.lo, p.hi - p.lo);
   }
-  if (has_interior) copy_planned<T, T>(from, to);
+  const bool fused = rank > 0 && has_interior && plan[rank - 1].pads() &&
+                     src.strides()[rank - 1] == 1 && dst.strides()[rank - 1] == 1;
+  if (fused)
+    pad_rows_fused(from, rows, plan[rank - 1], mode, value);
+  else if (has_interior)
+    copy_planned<T, T>(from, to);
 
-  for (index_t d = rank; d-- > 0;) {
+  for (index_t d = fused ? rank - 1 : rank; d-- > 0;) {
     const PadDim& p = plan[d];
     if (!p.pads()) continue;
     StridedView<T> region = dst;
@@ -320,6 +366,7 @@ void pad_blocked(const StridedView<const T>& src, const StridedView<T>& dst,
   const index_t rows = out.size(0);
   const index_t row_bytes = out.numel() / rows * index_t(sizeof(T));
   const index_t step = std::max<index_t>(1, pad_block_bytes / std::max<index_t>(row_bytes, 1));
+  TBATCH_PARALLEL_FOR(out.numel() * index_t(sizeof(T)) > parallel_min_bytes)
   for (index_t r = 0; r < rows; r += step) {
     const index_t n = std::min(step, rows - r);
     pad_block(in.narrow(0, r, n), out.narrow(0, r, n), plan, mode, value);

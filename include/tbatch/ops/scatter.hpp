@@ -395,6 +395,8 @@ void scatter_along(StridedView<const T> src, StridedView<const index_t> index, i
             ++end;
           if (end - k == 1)
             combine_dense(op, out + target * scale, in + k * src_row, length);
+          else if constexpr (std::is_same_v<Op, AssignOp<T>>)  // the last write wins
+            combine_dense(op, out + target * scale, in + (end - 1) * src_row, length);
           else
             combine_dense_rows(op, out + target * scale, in + k * src_row, src_row, end - k,
                                length);

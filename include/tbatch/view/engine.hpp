@@ -221,6 +221,32 @@ index_t transposed_dim(const RunPlan<N>& plan) {
   return best;
 }
 
+/// Copies the runs of `plan` (operand 0 the destination, operand 1 the source).
+template <class S, class D>
+void copy_runs(const RunPlan<2>& plan, const StridedView<const S>& src, const StridedView<D>& dst) {
+  const index_t length = plan.run_length();
+  const index_t dst_inner = plan.inner_stride(0), src_inner = plan.inner_stride(1);
+  walk_runs(plan, {0, 0}, [&](const std::array<index_t, 2>& at) {
+    D* out = dst.data() + at[0];
+    const S* in = src.data() + at[1];
+    if constexpr (std::is_same_v<S, D>) {
+      if (dst_inner == 1 && src_inner == 1) {
+        std::memcpy(static_cast<void*>(out), in, length * sizeof(D));
+        return;
+      }
+    }
+    if (dst_inner == 1 && src_inner == 1) {
+      for (index_t i = 0; i < length; ++i)
+        out[i] = static_cast<D>(in[i]);
+    } else if (dst_inner == 1 && src_inner == 0) {
+      std::fill_n(out, length, static_cast<D>(*in));
+    } else {
+      for (index_t i = 0; i < length; ++i)
+        out[i * dst_inner] = static_cast<D>(in[i * src_inner]);
+    }
+  });
+}
+
 template <class S, class D>
 void copy_planned(const StridedView<const S>& src, const StridedView<D>& dst) {
   RunPlan<2> plan = plan_runs<2>(dst.shape(), {&dst.strides(), &src.strides()});
@@ -249,27 +275,19 @@ void copy_planned(const StridedView<const S>& src, const StridedView<D>& dst) {
     });
     return;
   }
-  const index_t length = plan.run_length();
-  const index_t dst_inner = plan.inner_stride(0), src_inner = plan.inner_stride(1);
-  walk_runs(plan, {0, 0}, [&](const std::array<index_t, 2>& at) {
-    D* out = dst.data() + at[0];
-    const S* in = src.data() + at[1];
-    if constexpr (std::is_same_v<S, D>) {
-      if (dst_inner == 1 && src_inner == 1) {
-        std::memcpy(static_cast<void*>(out), in, length * sizeof(D));
-        return;
-      }
-    }
-    if (dst_inner == 1 && src_inner == 1) {
-      for (index_t i = 0; i < length; ++i)
-        out[i] = static_cast<D>(in[i]);
-    } else if (dst_inner == 1 && src_inner == 0) {
-      std::fill_n(out, length, static_cast<D>(*in));
-    } else {
-      for (index_t i = 0; i < length; ++i)
-        out[i * dst_inner] = static_cast<D>(in[i * src_inner]);
-    }
-  });
+  copy_runs(plan, src, dst);
+}
+
+/// Copies in the source's visiting order: dims ordered by the source's strides, so reads
+/// stream through the source and writes go to the few streams the destination interleaves.
+/// For gathers whose runs are whole cache lines on both sides but whose destination order
+/// reads the source in several strided passes (space_to_batch_nd: one pass per block offset).
+template <class S, class D>
+void copy_planned_source_order(const StridedView<const S>& src, const StridedView<D>& dst) {
+  RunPlan<2> plan = plan_runs<2>(dst.shape(), {&src.strides(), &dst.strides()});
+  if (plan.numel == 0) return;
+  std::swap(plan.strides[0], plan.strides[1]);
+  copy_runs(plan, src, dst);
 }
 
 }  // namespace detail
