@@ -25,22 +25,27 @@ inline Shape batched_shape(index_t batch, const Tensor<index_t>& sizes, index_t 
 }
 
 /// Fills slot `slot` of a padded tensor outside the box `sizes` (one disjoint box per dim:
-/// dims before d narrowed to the element, dim d past it, later dims whole).
+/// dims before d narrowed to the element, dim d past it, later dims whole). Works on views, not
+/// tensors: no reference counting per box.
 template <class T>
-void fill_padding(const Tensor<T>& slot, const Shape& sizes, T value) {
+void fill_padding(const StridedView<T>& slot, const Shape& sizes, T value) {
   for (std::size_t d = 0; d + 1 < sizes.size(); ++d) {
     const index_t pad = slot.size(d) - sizes[d];
     if (pad == 0) continue;
-    Tensor<T> region = slot.narrow(d, sizes[d], pad);
+    StridedView<T> region = slot.narrow(d, sizes[d], pad);
     for (std::size_t before = 0; before < d; ++before)
       region = region.narrow(before, 0, sizes[before]);
-    fill(region.view(), value);
+    fill(std::move(region), value);
   }
+}
+template <class T>
+void fill_padding(Tensor<T> slot, const Shape& sizes, T value) {
+  fill_padding(slot.view(), sizes, value);
 }
 
 /// The box [0, sizes) of a padded slot.
 template <class T>
-Tensor<T> valid_box(Tensor<T> slot, const Shape& sizes) {
+StridedView<T> valid_box(StridedView<T> slot, const Shape& sizes) {
   for (std::size_t d = 0; d + 1 < sizes.size(); ++d)
     slot = slot.narrow(d, 0, sizes[d]);
   return slot;
@@ -50,17 +55,20 @@ Tensor<T> valid_box(Tensor<T> slot, const Shape& sizes) {
 /// around it. `out` is validated by the caller to hold every element.
 template <class T>
 void write_padded(const std::vector<Tensor<T>>& elements, Tensor<T>& out, T padding_value) {
+  const StridedView<T> padded = out.view();
   for (std::size_t i = 0; i < elements.size(); ++i) {
-    const Tensor<T> slot = out.select(0, static_cast<index_t>(i));
+    const StridedView<T> slot = padded.select(0, static_cast<index_t>(i));
     fill_padding(slot, elements[i].shape(), padding_value);
-    copy(elements[i].view(), valid_box(slot, elements[i].shape()).view());
+    copy(elements[i].view(), valid_box(slot, elements[i].shape()));
   }
 }
 
 /// Rows of packed `out` that hold element `row_start`.. reshaped to `shape`.
 template <class T>
-Tensor<T> packed_rows(const Tensor<T>& out, index_t row_start, const Shape& shape) {
+StridedView<T> packed_rows(const StridedView<T>& out, index_t row_start, const Shape& shape) {
   if (shape.size() == 1) return out.select(0, row_start);
+  // Rank 2 elements are the rows themselves: no unflatten (and none of its bookkeeping).
+  if (shape.size() == 2) return out.narrow(0, row_start, shape[0]);
   const std::vector<index_t> sizes = leading_sizes(shape);
   Shape leading(sizes.begin(), sizes.end());
   return out.narrow(0, row_start, leading.numel()).unflatten(0, sizes);
@@ -69,8 +77,9 @@ Tensor<T> packed_rows(const Tensor<T>& out, index_t row_start, const Shape& shap
 template <class T>
 void write_packed(const std::vector<Tensor<T>>& elements, const Tensor<index_t>& first_idx,
                   Tensor<T>& out) {
+  const StridedView<T> packed = out.view();
   for (std::size_t i = 0; i < elements.size(); ++i)
-    copy(elements[i].view(), packed_rows(out, first_idx.data()[i], elements[i].shape()).view());
+    copy(elements[i].view(), packed_rows(packed, first_idx.data()[i], elements[i].shape()));
 }
 
 /// Rows per element of a list (product of all dims but the last).

@@ -35,8 +35,12 @@ class StridedView : public ViewMethods<StridedView<T>> {
   StridedView(T* base, Layout layout) : base_(base), layout_(std::move(layout)) {}
 
   /// Read-only view of the same elements.
-  operator StridedView<const T>() const requires(!std::is_const_v<T>) {
+  operator StridedView<const T>() const& requires(!std::is_const_v<T>) {
     return StridedView<const T>(base_, layout_);
+  }
+  /// The same from a view about to go away: takes its layout instead of copying it.
+  operator StridedView<const T>() && requires(!std::is_const_v<T>) {
+    return StridedView<const T>(base_, std::move(layout_));
   }
 
   /// Pointer to the first element (the element at all-zero indices).
