@@ -32,6 +32,10 @@ void fill_padding(const StridedView<T>& slot, const Shape& sizes, T value) {
   for (std::size_t d = 0; d + 1 < sizes.size(); ++d) {
     const index_t pad = slot.size(d) - sizes[d];
     if (pad == 0) continue;
+    if (d == 0) {
+      fill(slot.narrow(0, sizes[0], pad), value);
+      continue;
+    }
     StridedView<T> region = slot.narrow(d, sizes[d], pad);
     for (std::size_t before = 0; before < d; ++before)
       region = region.narrow(before, 0, sizes[before]);
@@ -45,10 +49,12 @@ void fill_padding(Tensor<T> slot, const Shape& sizes, T value) {
 
 /// The box [0, sizes) of a padded slot.
 template <class T>
-StridedView<T> valid_box(StridedView<T> slot, const Shape& sizes) {
-  for (std::size_t d = 0; d + 1 < sizes.size(); ++d)
-    slot = slot.narrow(d, 0, sizes[d]);
-  return slot;
+StridedView<T> valid_box(const StridedView<T>& slot, const Shape& sizes) {
+  if (sizes.size() < 2) return slot;
+  StridedView<T> box = slot.narrow(0, 0, sizes[0]);
+  for (std::size_t d = 1; d + 1 < sizes.size(); ++d)
+    box = box.narrow(d, 0, sizes[d]);
+  return box;
 }
 
 /// Writes `elements` into `out` (B, max..., last_dim): each element into its box, padding
@@ -235,10 +241,8 @@ PaddedBatch<typename B::value_type> to_padded(const B& batch, typename B::value_
   if constexpr (std::is_same_v<B, ExactBatch<T>>) {
     if (max_shape.empty()) return PaddedBatch<T>(batch.data(), shape_per_tensor);
   }
-  const std::vector<index_t> wanted =
-      max_shape.empty() ? std::vector<index_t>(batch.element_rank() - 1, -1) : max_shape;
   Tensor<T> out = Tensor<T>::empty(detail::batched_shape(
-      batch.batch_size(), fill_max_shape(shape_per_tensor, wanted), batch.last_dim()));
+      batch.batch_size(), fill_max_shape(shape_per_tensor, max_shape), batch.last_dim()));
   return detail::padded_from_elements(batch.to_list(), shape_per_tensor, std::move(out),
                                       padding_value);
 }

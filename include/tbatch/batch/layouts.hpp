@@ -218,6 +218,8 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
   Tensor<T> element(index_t i) const {
     detail::check_element_index(i, batch_size(), "PackedBatch::element");
     if (element_rank() == 1) return data_.select(0, first_idx_(i));
+    // Rank 2 elements are the rows themselves: no unflatten (and none of its bookkeeping).
+    if (element_rank() == 2) return data_.narrow(0, first_idx_(i), rows_of(i));
     return data_.narrow(0, first_idx_(i), rows_of(i))
         .unflatten(0, detail::leading_sizes(detail::element_shape(shape_per_tensor_, i, 0)));
   }

@@ -39,7 +39,8 @@ class Shape {
   // Copies and moves take the inline array whole (a few vector moves, whatever the rank) and
   // touch the heap only for rank > 8: layouts are copied and moved many times per view.
   Shape(const Shape& other) : inline_(other.inline_), size_(other.size_) {
-    if (other.heap_) copy_heap_from(other);
+    if (other.heap_) [[unlikely]]
+      copy_heap_from(other);
   }
   Shape(Shape&& other) noexcept
       : inline_(other.inline_),
@@ -124,8 +125,14 @@ class Shape {
   std::vector<index_t> to_vector() const { return std::vector<index_t>(begin(), end()); }
   operator std::vector<index_t>() const { return to_vector(); }
 
+  // An explicit loop: std::equal becomes a memcmp call, costly next to comparing a few sizes.
   friend bool operator==(const Shape& a, const Shape& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    if (a.size_ != b.size_) return false;
+    const index_t* x = a.data();
+    const index_t* y = b.data();
+    for (std::size_t d = 0; d < a.size_; ++d)
+      if (x[d] != y[d]) return false;
+    return true;
   }
   friend std::ostream& operator<<(std::ostream& out, const Shape& shape) {
     out << '[';
@@ -153,8 +160,9 @@ class Shape {
     for (; first != last; ++first)
       push_back(static_cast<index_t>(*first));
   }
-  // Copies sizes already validated by `other` when either side is on the heap.
-  void copy_heap_from(const Shape& other) {
+  // Copies sizes already validated by `other` when either side is on the heap. Kept out of line
+  // so the inline-only copy stays small enough to be inlined into every layout copy.
+  [[gnu::noinline]] void copy_heap_from(const Shape& other) {
     size_ = 0;
     reserve(other.size_);
     std::copy(other.begin(), other.end(), mutable_data());

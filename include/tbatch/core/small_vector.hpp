@@ -34,7 +34,8 @@ class SmallVector {
   // Copies and moves take the inline array whole (a few vector moves for small N) and touch
   // the heap only past N elements.
   SmallVector(const SmallVector& other) : inline_(other.inline_), size_(other.size_) {
-    if (other.heap_) copy_heap_from(other);
+    if (other.heap_) [[unlikely]]
+      copy_heap_from(other);
   }
   SmallVector(SmallVector&& other) noexcept
       : inline_(other.inline_),
@@ -131,7 +132,8 @@ class SmallVector {
   }
 
  private:
-  void copy_heap_from(const SmallVector& other) {
+  // Out of line so the inline-only copy stays small enough to be inlined (see Shape).
+  [[gnu::noinline]] void copy_heap_from(const SmallVector& other) {
     size_ = 0;
     reserve(other.size_);
     std::copy(other.begin(), other.end(), data());

@@ -1435,8 +1435,9 @@ class TensorDict {
     out.entries_.reserve(entries_.size());
     for (const auto& [key, value] : entries_) {
       path.push(key);
-      if (value.is_tensor())
-        out.entries_.emplace_back(key, Value(fn(value.tensor(), path)));
+      if (value.is_tensor())  // built in place: no temporary Value to move and destroy
+        out.entries_.emplace_back(std::piecewise_construct, std::forward_as_tuple(key),
+                                  std::forward_as_tuple(fn(value.tensor(), path)));
       else
         out.entries_.emplace_back(key,
                                   Value(value.dict().map_tensors(batch, names, prefix, fn, path)));
@@ -1734,6 +1735,7 @@ class TensorDict {
       const auto& [key, value] = first.entries_[j];
       path.push(key);
       std::vector<const Value*> values;
+      values.reserve(parts.size());
       for (std::size_t i = 0; i < parts.size(); ++i) {
         const Value* v = entry_of(*parts[i], j, key);
         if (v->is_tensor() != value.is_tensor())
@@ -1779,15 +1781,23 @@ class TensorDict {
       else
         shape.set(d, out.batch_size_[d]);
       AnyTensor result = AnyTensor::empty(head.dtype(), shape);
-      index_t offset = 0;
-      for (std::size_t i = 0; i < parts.size(); ++i) {
-        const AnyTensor& t = values[i]->tensor();
-        const Layout piece = stacking ? layout::select(result.layout(), d, static_cast<index_t>(i))
-                                      : layout::narrow(result.layout(), d, offset, t.shape()[d]);
-        if (!stacking) offset += t.shape()[d];
-        result.assign_at(piece, t, fn);
+      if (stacking) {
+        // Piece i is select(result, d, i), which is piece 0 moved by i strides of dim d: one
+        // layout for all the pieces.
+        Layout piece = layout::select(result.layout(), d, 0);
+        const index_t step = result.strides()[d];
+        for (std::size_t i = 0; i < parts.size(); ++i, piece.offset += step)
+          result.assign_at(piece, values[i]->tensor(), fn);
+      } else {
+        index_t offset = 0;
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+          const AnyTensor& t = values[i]->tensor();
+          result.assign_at(layout::narrow(result.layout(), d, offset, t.shape()[d]), t, fn);
+          offset += t.shape()[d];
+        }
       }
-      out.entries_.emplace_back(key, Value(std::move(result)));
+      out.entries_.emplace_back(std::piecewise_construct, std::forward_as_tuple(key),
+                                std::forward_as_tuple(std::move(result)));
       path.pop();
     }
     return out;

@@ -289,24 +289,26 @@ inline constexpr index_t small_copy_bytes = index_t(1) << 14;
 /// and without overlap; nullopt otherwise, and the caller plans a general walk. O(rank), no
 /// allocation.
 inline std::optional<DenseRows> dense_rows_of(const Layout& l) {
+  const index_t* sizes = l.shape.data();
+  const index_t* strides = l.strides.data();
   DenseRows block;
   index_t d = l.dim() - 1;
   for (; d >= 0; --d) {  // the trailing dims that are dense together form one row
-    if (l.shape[d] == 1) continue;
-    if (l.strides[d] != block.row_length) break;
-    block.row_length *= l.shape[d];
+    if (sizes[d] == 1) continue;
+    if (strides[d] != block.row_length) break;
+    block.row_length *= sizes[d];
   }
   block.row_stride = block.row_length;
   bool has_rows = false;
   for (; d >= 0; --d) {  // the remaining dims must merge into one evenly spaced row dim
-    if (l.shape[d] == 1) continue;
+    if (sizes[d] == 1) continue;
     if (!has_rows) {
-      if (l.strides[d] < block.row_length) return std::nullopt;
-      block.rows = l.shape[d];
-      block.row_stride = l.strides[d];
+      if (strides[d] < block.row_length) return std::nullopt;
+      block.rows = sizes[d];
+      block.row_stride = strides[d];
       has_rows = true;
-    } else if (l.strides[d] == block.rows * block.row_stride) {
-      block.rows *= l.shape[d];
+    } else if (strides[d] == block.rows * block.row_stride) {
+      block.rows *= sizes[d];
     } else {
       return std::nullopt;
     }

@@ -247,17 +247,20 @@ inline Shape infer_size(const std::vector<index_t>& sizes, index_t numel, const 
       known = detail::checked_mul(known, sizes[i], function);
     }
   }
-  std::vector<index_t> resolved = sizes;
+  index_t inferred = 0;
   if (infer_at) {
     if (known == 0 || numel % known != 0)
       detail::fail<ShapeError>(function, "shape ", detail::listed(sizes), " is invalid for ", numel,
                                " elements: the other sizes multiply to ", known);
-    resolved[*infer_at] = numel / known;
+    inferred = numel / known;
   } else if (known != numel) {
     detail::fail<ShapeError>(function, "shape ", Shape(sizes.begin(), sizes.end()),
                              " is invalid for ", numel, " elements");
   }
-  return Shape(resolved.begin(), resolved.end());
+  Shape resolved;  // built directly: no intermediate vector to allocate
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    resolved.push_back(infer_at && i == *infer_at ? inferred : sizes[i]);
+  return resolved;
 }
 
 /// The same elements seen with shape `sizes` (one -1 allowed), without copying; nullopt when
@@ -331,7 +334,7 @@ inline Layout unflatten(const Layout& l, index_t dim, const std::vector<index_t>
       continue;
     }
     index_t stride = l.strides[d];
-    std::vector<index_t> inner_strides(inner.size());
+    Strides inner_strides(inner.size());
     for (std::size_t k = inner.size(); k-- > 0;) {
       inner_strides[k] = stride;
       stride *= inner[k];
