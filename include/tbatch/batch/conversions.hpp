@@ -50,8 +50,7 @@ void fill_padding(Tensor<T> slot, const Shape& sizes, T value) {
 /// The box [0, sizes) of a padded slot.
 template <class T>
 StridedView<T> valid_box(const StridedView<T>& slot, const Shape& sizes) {
-  if (sizes.size() < 2) return slot;
-  StridedView<T> box = slot.narrow(0, 0, sizes[0]);
+  StridedView<T> box = sizes.size() < 2 ? slot : slot.narrow(0, 0, sizes[0]);
   for (std::size_t d = 1; d + 1 < sizes.size(); ++d)
     box = box.narrow(d, 0, sizes[d]);
   return box;

@@ -120,6 +120,10 @@ class SmallVector {
     --size_;
     return begin() + at;
   }
+  void pop_back() {
+    TBATCH_ASSERT(size_ > 0);
+    --size_;
+  }
   void clear() { size_ = 0; }
   template <class It>
   void append(It first, It last) {

@@ -46,11 +46,13 @@ inline Layout contiguous(Shape shape) {
 
 /// True when the elements are row-major and dense (size-1 dims may have any stride).
 inline bool is_contiguous(const Layout& l) {
+  const index_t* sizes = l.shape.data();
+  const index_t* strides = l.strides.data();
   index_t expected = 1;
   for (std::size_t d = l.shape.size(); d-- > 0;) {
-    if (l.shape[d] == 0) return true;
-    if (l.shape[d] != 1 && l.strides[d] != expected) return false;
-    expected *= l.shape[d];
+    if (sizes[d] == 0) return true;
+    if (sizes[d] != 1 && strides[d] != expected) return false;
+    expected *= sizes[d];
   }
   return true;
 }
