@@ -113,13 +113,43 @@ void BM_packed_to_padded(benchmark::State& state) {
 }
 
 // Per-call overhead: 8 tiny (U[1,4] x 3) point sets.
-void BM_list_to_padded_tiny(benchmark::State& state) {
+std::vector<Tensor<float>> tiny_point_sets() {
   std::vector<Tensor<float>> list;
   for (index_t i = 0; i < 8; ++i)
     list.emplace_back(Shape{1 + i % 4, 3}, 1.0f);
+  return list;
+}
+
+void BM_list_to_padded_tiny(benchmark::State& state) {
+  const auto list = tiny_point_sets();
   for (auto _ : state) {
     auto batch = tbatch::list_to_padded(list, 0.0f);
     benchmark::DoNotOptimize(batch.data().data());
+  }
+}
+
+void BM_list_to_packed_tiny(benchmark::State& state) {
+  const auto list = tiny_point_sets();
+  for (auto _ : state) {
+    auto batch = tbatch::list_to_packed(list);
+    benchmark::DoNotOptimize(batch.data().data());
+  }
+}
+
+void BM_padded_to_packed_tiny(benchmark::State& state) {
+  const auto padded = tbatch::list_to_padded(tiny_point_sets(), 0.0f);
+  for (auto _ : state) {
+    auto packed = tbatch::padded_to_packed(padded.data(), padded.shape_per_tensor());
+    benchmark::DoNotOptimize(packed.data());
+  }
+}
+
+void BM_packed_to_padded_tiny(benchmark::State& state) {
+  const auto packed = tbatch::list_to_packed(tiny_point_sets());
+  for (auto _ : state) {
+    auto padded = tbatch::packed_to_padded(packed.data(), packed.shape_per_tensor(),
+                                           packed.first_idx(), 0.0f);
+    benchmark::DoNotOptimize(padded.data());
   }
 }
 
@@ -133,5 +163,8 @@ BENCHMARK(BM_list_to_packed_into)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_padded_to_packed)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_packed_to_padded)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_list_to_padded_tiny)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_list_to_packed_tiny)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_padded_to_packed_tiny)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_packed_to_padded_tiny)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

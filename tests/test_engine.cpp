@@ -122,6 +122,54 @@ TEST_CASE("copy broadcasts expanded sources, converts types and handles overlap"
                            "copy: source shape [3] does not match destination shape [4, 3]");
 }
 
+TEST_CASE("small copies and fills of dense rows take the row path and match a plain loop",
+          "[engine]") {
+  // Views as (rows, row length, row stride): contiguous, rows of a wider buffer, size-1 dims
+  // with any stride; reversed or interleaved dims are not dense rows.
+  const Tensor<float> wide = iota<float>({4, 5}, 1000);
+  auto rows_of = [](const Layout& l) {
+    const auto rows = detail::dense_rows_of(l);
+    REQUIRE(rows);
+    return std::vector<index_t>{rows->rows, rows->row_length, rows->row_stride};
+  };
+  CHECK(rows_of(wide.layout()) == std::vector<index_t>{1, 20, 20});
+  CHECK(rows_of(wide.narrow(1, 0, 3).layout()) == std::vector<index_t>{4, 3, 5});
+  CHECK(rows_of(Layout{Shape{3, 1, 4}, Strides{4, 999, 1}, 0}) == std::vector<index_t>{1, 12, 12});
+  CHECK(rows_of(Layout{Shape{2, 3, 4}, Strides{24, 8, 1}, 0}) == std::vector<index_t>{6, 4, 8});
+  CHECK_FALSE(detail::dense_rows_of(wide.slice(0, std::nullopt, std::nullopt, -1).layout()));
+  CHECK_FALSE(detail::dense_rows_of(wide.transpose(0, 1).layout()));
+
+  auto check_copy = [](const Tensor<float>& src, Tensor<float> dst) {
+    copy(src.view(), dst.view());
+    for_each_index(src.shape(),
+                   [&](const auto& idx) { REQUIRE(element_at(dst, idx) == element_at(src, idx)); });
+  };
+  const Tensor<float> cube = iota<float>({2, 3, 4}, 1000);
+  // Contiguous source cut into the destination's rows, and the other way round.
+  Tensor<float> slots = Tensor<float>(Shape{2, 5, 4}, -1.0f);
+  check_copy(cube, slots.narrow(1, 0, 3));
+  CHECK(slots(0, 3, 0) == -1.0f);
+  CHECK(slots(1, 4, 3) == -1.0f);
+  Tensor<float> dense(Shape{4, 3});
+  check_copy(wide.narrow(1, 1, 3), dense);
+  CHECK(dense(3, 0) == wide(3, 1));
+  // Rows of different lengths on both sides, reversed rows, and a copy above the small-copy
+  // size: the planned walk, with the same result.
+  Tensor<float> strided_rows(Shape{2, 3, 8}, -1.0f);
+  check_copy(slots.narrow(1, 0, 3), strided_rows.narrow(2, 0, 4));
+  check_copy(wide.slice(0, std::nullopt, std::nullopt, -1), Tensor<float>(Shape{4, 5}));
+  const Tensor<float> large = iota<float>({64, 100}, 1 << 20);
+  Tensor<float> large_slots(Shape{64, 128}, -1.0f);
+  check_copy(large, large_slots.narrow(1, 0, 100));
+  CHECK(large_slots(63, 127) == -1.0f);
+
+  Tensor<float> filled(Shape{4, 5});
+  fill(filled.narrow(1, 1, 3).view(), 2.0f);
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 5; ++j)
+      CHECK(filled(i, j) == (j >= 1 && j < 4 ? 2.0f : 0.0f));
+}
+
 TEMPLATE_TEST_CASE("fill writes exactly the viewed elements", "[engine]", TBATCH_ALL_DTYPES) {
   using T = TestType;
   Tensor<T> t(Shape{5, 6});

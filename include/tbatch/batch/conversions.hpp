@@ -25,43 +25,56 @@ inline Shape batched_shape(index_t batch, const Tensor<index_t>& sizes, index_t 
 }
 
 /// Fills slot `slot` of a padded tensor outside the box `sizes` (one disjoint box per dim:
-/// dims before d narrowed to the element, dim d past it, later dims whole).
+/// dims before d narrowed to the element, dim d past it, later dims whole). Works on views, not
+/// tensors: no reference counting per box.
 template <class T>
-void fill_padding(const Tensor<T>& slot, const Shape& sizes, T value) {
+void fill_padding(const StridedView<T>& slot, const Shape& sizes, T value) {
   for (std::size_t d = 0; d + 1 < sizes.size(); ++d) {
     const index_t pad = slot.size(d) - sizes[d];
     if (pad == 0) continue;
-    Tensor<T> region = slot.narrow(d, sizes[d], pad);
+    if (d == 0) {
+      fill(slot.narrow(0, sizes[0], pad), value);
+      continue;
+    }
+    StridedView<T> region = slot.narrow(d, sizes[d], pad);
     for (std::size_t before = 0; before < d; ++before)
       region = region.narrow(before, 0, sizes[before]);
-    fill(region.view(), value);
+    fill(std::move(region), value);
   }
+}
+template <class T>
+void fill_padding(Tensor<T> slot, const Shape& sizes, T value) {
+  fill_padding(slot.view(), sizes, value);
 }
 
 /// The box [0, sizes) of a padded slot.
 template <class T>
-Tensor<T> valid_box(Tensor<T> slot, const Shape& sizes) {
-  for (std::size_t d = 0; d + 1 < sizes.size(); ++d)
-    slot = slot.narrow(d, 0, sizes[d]);
-  return slot;
+StridedView<T> valid_box(const StridedView<T>& slot, const Shape& sizes) {
+  StridedView<T> box = sizes.size() < 2 ? slot : slot.narrow(0, 0, sizes[0]);
+  for (std::size_t d = 1; d + 1 < sizes.size(); ++d)
+    box = box.narrow(d, 0, sizes[d]);
+  return box;
 }
 
 /// Writes `elements` into `out` (B, max..., last_dim): each element into its box, padding
 /// around it. `out` is validated by the caller to hold every element.
 template <class T>
 void write_padded(const std::vector<Tensor<T>>& elements, Tensor<T>& out, T padding_value) {
+  const StridedView<T> padded = out.view();
   TBATCH_PARALLEL_FOR(out.numel() * index_t(sizeof(T)) > parallel_min_bytes)
   for (std::size_t i = 0; i < elements.size(); ++i) {
-    const Tensor<T> slot = out.select(0, static_cast<index_t>(i));
+    const StridedView<T> slot = padded.select(0, static_cast<index_t>(i));
     fill_padding(slot, elements[i].shape(), padding_value);
-    copy(elements[i].view(), valid_box(slot, elements[i].shape()).view());
+    copy(elements[i].view(), valid_box(slot, elements[i].shape()));
   }
 }
 
 /// Rows of packed `out` that hold element `row_start`.. reshaped to `shape`.
 template <class T>
-Tensor<T> packed_rows(const Tensor<T>& out, index_t row_start, const Shape& shape) {
+StridedView<T> packed_rows(const StridedView<T>& out, index_t row_start, const Shape& shape) {
   if (shape.size() == 1) return out.select(0, row_start);
+  // Rank 2 elements are the rows themselves: no unflatten (and none of its bookkeeping).
+  if (shape.size() == 2) return out.narrow(0, row_start, shape[0]);
   const std::vector<index_t> sizes = leading_sizes(shape);
   Shape leading(sizes.begin(), sizes.end());
   return out.narrow(0, row_start, leading.numel()).unflatten(0, sizes);
@@ -70,9 +83,10 @@ Tensor<T> packed_rows(const Tensor<T>& out, index_t row_start, const Shape& shap
 template <class T>
 void write_packed(const std::vector<Tensor<T>>& elements, const Tensor<index_t>& first_idx,
                   Tensor<T>& out) {
+  const StridedView<T> packed = out.view();
   TBATCH_PARALLEL_FOR(out.numel() * index_t(sizeof(T)) > parallel_min_bytes)
   for (std::size_t i = 0; i < elements.size(); ++i)
-    copy(elements[i].view(), packed_rows(out, first_idx.data()[i], elements[i].shape()).view());
+    copy(elements[i].view(), packed_rows(packed, first_idx.data()[i], elements[i].shape()));
 }
 
 /// Rows per element of a list (product of all dims but the last).
@@ -244,10 +258,8 @@ PaddedBatch<typename B::value_type> to_padded(const B& batch, typename B::value_
   if constexpr (std::is_same_v<B, ExactBatch<T>>) {
     if (max_shape.empty()) return PaddedBatch<T>(batch.data(), shape_per_tensor);
   }
-  const std::vector<index_t> wanted =
-      max_shape.empty() ? std::vector<index_t>(batch.element_rank() - 1, -1) : max_shape;
   Tensor<T> out = Tensor<T>::empty(detail::batched_shape(
-      batch.batch_size(), fill_max_shape(shape_per_tensor, wanted), batch.last_dim()));
+      batch.batch_size(), fill_max_shape(shape_per_tensor, max_shape), batch.last_dim()));
   return detail::padded_from_elements(batch.to_list(), shape_per_tensor, std::move(out),
                                       padding_value);
 }

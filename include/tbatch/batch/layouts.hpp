@@ -36,6 +36,15 @@ inline void check_element_index(index_t i, index_t batch, const char* function) 
                      " (expected 0 to ", batch - 1, ")");
 }
 
+/// `data` when it has rank >= 2 (batch, element dims..., last dim); ShapeError otherwise.
+template <class T>
+Tensor<T> checked_batch_data(Tensor<T> data, const char* function) {
+  if (data.dim() < 2)
+    fail<ShapeError>(function, "data must have rank >= 2 (batch, ..., last dim), got shape ",
+                     data.shape());
+  return data;
+}
+
 /// The element interface derived from element(i): shape_of and to_list.
 template <class Derived>
 class ElementMethods {
@@ -65,13 +74,8 @@ class ExactBatch : public detail::ElementMethods<ExactBatch<T>> {
 
   /// Wraps `data` (rank >= 2: batch, element dims..., last dim); shares its storage.
   /// ShapeError when data has rank < 2.
-  explicit ExactBatch(Tensor<T> data) : data_(std::move(data)) {
-    if (data_.dim() < 2)
-      detail::fail<ShapeError>("ExactBatch",
-                               "data must have rank >= 2 (batch, ..., last dim), "
-                               "got shape ",
-                               data_.shape());
-  }
+  explicit ExactBatch(Tensor<T> data)
+      : data_(detail::checked_batch_data(std::move(data), "ExactBatch")) {}
 
   /// The batched tensor (B, element shape...).
   const Tensor<T>& data() const { return data_; }
@@ -109,20 +113,21 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
   /// Wraps `data` (B, max_shape..., last_dim) and validates `shape_per_tensor` (B, rank - 1)
   /// against it (O(B * rank)). ShapeError when data has rank < 2, shape_per_tensor has another
   /// shape, or an element's size exceeds the padded size; ValueError for a negative size.
-  PaddedBatch(Tensor<T> data, const Tensor<index_t>& shape_per_tensor) : data_(std::move(data)) {
-    if (data_.dim() < 2)
-      detail::fail<ShapeError>("PaddedBatch",
-                               "data must have rank >= 2 (batch, ..., last dim), "
-                               "got shape ",
-                               data_.shape());
-    shape_per_tensor_ = detail::checked_shape_per_tensor(shape_per_tensor, data_.size(0),
-                                                         data_.dim() - 1, "PaddedBatch");
+  // The members are initialised from checked values, never default-constructed first (a
+  // default Tensor allocates).
+  PaddedBatch(Tensor<T> data, const Tensor<index_t>& shape_per_tensor)
+      : data_(detail::checked_batch_data(std::move(data), "PaddedBatch")),
+        shape_per_tensor_(detail::checked_shape_per_tensor(shape_per_tensor, data_.size(0),
+                                                           data_.dim() - 1, "PaddedBatch")) {
+    const Shape& padded = data_.shape();
+    const std::size_t columns = padded.size() - 2;
+    const index_t* sizes = shape_per_tensor_.data();
     for (index_t i = 0; i < batch_size(); ++i)
-      for (index_t d = 0; d < element_rank() - 1; ++d)
-        if (shape_per_tensor_(i, d) > data_.size(d + 1))
+      for (std::size_t d = 0; d < columns; ++d)
+        if (sizes[i * columns + d] > padded[d + 1])
           detail::fail<ShapeError>("PaddedBatch", "shape_per_tensor[", i, "][", d,
-                                   "] = ", shape_per_tensor_(i, d), " exceeds the padded size ",
-                                   data_.size(d + 1), " of data dim ", d + 1);
+                                   "] = ", sizes[i * columns + d], " exceeds the padded size ",
+                                   padded[d + 1], " of data dim ", d + 1);
   }
 
   /// The padded tensor (B, max_shape..., last_dim), padding included.
@@ -193,21 +198,14 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
   /// negative sizes or first_idx values that break these rules.
   PackedBatch(Tensor<T> data, const Tensor<index_t>& shape_per_tensor,
               const Tensor<index_t>& first_idx)
-      : data_(std::move(data)) {
-    if (data_.dim() != 2)
-      detail::fail<ShapeError>("PackedBatch", "data must be 2-d (rows, last dim), got shape ",
-                               data_.shape());
-    if (shape_per_tensor.dim() != 2)
-      detail::fail<ShapeError>("PackedBatch", "shape_per_tensor must be 2-d (B, rank - 1), got ",
-                               shape_per_tensor.shape());
-    const index_t batch = shape_per_tensor.size(0);
-    shape_per_tensor_ = detail::checked_shape_per_tensor(
-        shape_per_tensor, batch, shape_per_tensor.size(1) + 1, "PackedBatch");
+      : data_(std::move(data)),
+        shape_per_tensor_(checked_shape_per_tensor(data_, shape_per_tensor)),
+        first_idx_(first_idx.contiguous()) {
+    const index_t batch = shape_per_tensor_.size(0);
     if (!(first_idx.shape() == Shape{batch + 1}))
       detail::fail<ShapeError>("PackedBatch", "first_idx has shape ", first_idx.shape(),
                                " but shape_per_tensor describes ", batch,
                                " elements, so it needs [", batch + 1, "]");
-    first_idx_ = first_idx.contiguous();
     const index_t* first = first_idx_.data();
     if (first[0] != 0)
       detail::fail<ValueError>("PackedBatch", "first_idx[0] = ", first[0], ", expected 0");
@@ -248,6 +246,8 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
   Tensor<T> element(index_t i) const {
     detail::check_element_index(i, batch_size(), "PackedBatch::element");
     if (element_rank() == 1) return data_.select(0, first_idx_(i));
+    // Rank 2 elements are the rows themselves: no unflatten (and none of its bookkeeping).
+    if (element_rank() == 2) return data_.narrow(0, first_idx_(i), rows_of(i));
     return data_.narrow(0, first_idx_(i), rows_of(i))
         .unflatten(0, detail::leading_sizes(detail::element_shape(shape_per_tensor_, i, 0)));
   }
@@ -268,6 +268,20 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
   }
 
  private:
+  // Checks data (2-d) and shape_per_tensor (2-d, non-negative) before the members that need
+  // them are initialised.
+  static Tensor<index_t> checked_shape_per_tensor(const Tensor<T>& data,
+                                                  const Tensor<index_t>& shape_per_tensor) {
+    if (data.dim() != 2)
+      detail::fail<ShapeError>("PackedBatch", "data must be 2-d (rows, last dim), got shape ",
+                               data.shape());
+    if (shape_per_tensor.dim() != 2)
+      detail::fail<ShapeError>("PackedBatch", "shape_per_tensor must be 2-d (B, rank - 1), got ",
+                               shape_per_tensor.shape());
+    return detail::checked_shape_per_tensor(shape_per_tensor, shape_per_tensor.size(0),
+                                            shape_per_tensor.size(1) + 1, "PackedBatch");
+  }
+
   Tensor<T> data_;
   Tensor<index_t> shape_per_tensor_;
   Tensor<index_t> first_idx_;

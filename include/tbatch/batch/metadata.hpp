@@ -124,8 +124,9 @@ inline Tensor<index_t> fill_max_shape(const Tensor<index_t>& shape_per_tensor,
     detail::fail<ShapeError>("fill_max_shape", "shape_per_tensor must be 2-d (B, rank - 1), got ",
                              shape_per_tensor.shape());
   const index_t batch = shape_per_tensor.size(0), columns = shape_per_tensor.size(1);
-  if (partial_max_shape.empty()) partial_max_shape.assign(columns, -1);
-  if (static_cast<index_t>(partial_max_shape.size()) != columns)
+  // An empty max_shape means -1 everywhere, read as such rather than allocated.
+  const bool all_largest = partial_max_shape.empty();
+  if (!all_largest && static_cast<index_t>(partial_max_shape.size()) != columns)
     detail::fail<ShapeError>("fill_max_shape", "max_shape ", detail::listed(partial_max_shape),
                              " has ", partial_max_shape.size(), " dims but the elements have ",
                              columns, " (rank - 1)");
@@ -139,7 +140,7 @@ inline Tensor<index_t> fill_max_shape(const Tensor<index_t>& shape_per_tensor,
                                  " is negative");
       if (size > largest) largest = size, largest_at = i;
     }
-    const index_t wanted = partial_max_shape[d];
+    const index_t wanted = all_largest ? -1 : partial_max_shape[d];
     if (wanted == -1) {
       out.data()[d] = largest;
     } else if (wanted < -1) {

@@ -2,6 +2,7 @@
 // Shape: the sizes of a tensor's dims, stored inline for rank <= 8.
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
@@ -35,21 +36,45 @@ class Shape {
     return shape;
   }
 
-  Shape(const Shape& other) { copy_from(other); }
-  Shape(Shape&& other) noexcept { take(std::move(other)); }
+  // Copies and moves take the inline array whole (a few vector moves, whatever the rank) and
+  // touch the heap only for rank > 8: layouts are copied and moved many times per view.
+  Shape(const Shape& other) : inline_(other.inline_), size_(other.size_) {
+    if (other.heap_) [[unlikely]]
+      copy_heap_from(other);
+  }
+  Shape(Shape&& other) noexcept
+      : inline_(other.inline_),
+        heap_(std::move(other.heap_)),
+        size_(other.size_),
+        capacity_(other.capacity_) {
+    other.size_ = 0;
+    other.capacity_ = inline_capacity;
+  }
   Shape& operator=(const Shape& other) {
-    if (this != &other) copy_from(other);
+    if (this == &other) return *this;
+    if (!heap_ && !other.heap_) {
+      inline_ = other.inline_;
+      size_ = other.size_;
+    } else {
+      copy_heap_from(other);
+    }
     return *this;
   }
   Shape& operator=(Shape&& other) noexcept {
-    if (this != &other) take(std::move(other));
+    if (this == &other) return *this;
+    inline_ = other.inline_;
+    heap_ = std::move(other.heap_);
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    other.size_ = 0;
+    other.capacity_ = inline_capacity;
     return *this;
   }
   ~Shape() = default;
 
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  const index_t* data() const { return heap_ ? heap_.get() : inline_; }
+  const index_t* data() const { return heap_ ? heap_.get() : inline_.data(); }
   const index_t* begin() const { return data(); }
   const index_t* end() const { return data() + size_; }
   index_t operator[](std::size_t d) const {
@@ -100,8 +125,14 @@ class Shape {
   std::vector<index_t> to_vector() const { return std::vector<index_t>(begin(), end()); }
   operator std::vector<index_t>() const { return to_vector(); }
 
+  // An explicit loop: std::equal becomes a memcmp call, costly next to comparing a few sizes.
   friend bool operator==(const Shape& a, const Shape& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    if (a.size_ != b.size_) return false;
+    const index_t* x = a.data();
+    const index_t* y = b.data();
+    for (std::size_t d = 0; d < a.size_; ++d)
+      if (x[d] != y[d]) return false;
+    return true;
   }
   friend std::ostream& operator<<(std::ostream& out, const Shape& shape) {
     out << '[';
@@ -115,7 +146,7 @@ class Shape {
     if (size < 0)
       detail::fail<ShapeError>("Shape", "size ", size, " is negative; sizes must be >= 0");
   }
-  index_t* mutable_data() { return heap_ ? heap_.get() : inline_; }
+  index_t* mutable_data() { return heap_ ? heap_.get() : inline_.data(); }
   void reserve(std::size_t n) {
     if (n <= capacity_) return;
     std::size_t new_capacity = std::max(n, 2 * capacity_);
@@ -129,23 +160,16 @@ class Shape {
     for (; first != last; ++first)
       push_back(static_cast<index_t>(*first));
   }
-  // Copies sizes already validated by `other`.
-  void copy_from(const Shape& other) {
+  // Copies sizes already validated by `other` when either side is on the heap. Kept out of line
+  // so the inline-only copy stays small enough to be inlined into every layout copy.
+  [[gnu::noinline]] void copy_heap_from(const Shape& other) {
     size_ = 0;
     reserve(other.size_);
     std::copy(other.begin(), other.end(), mutable_data());
     size_ = other.size_;
   }
-  void take(Shape&& other) {
-    size_ = other.size_;
-    capacity_ = other.capacity_;
-    heap_ = std::move(other.heap_);
-    if (!heap_) std::copy(other.inline_, other.inline_ + size_, inline_);
-    other.size_ = 0;
-    other.capacity_ = inline_capacity;
-  }
 
-  index_t inline_[inline_capacity] = {};
+  std::array<index_t, inline_capacity> inline_{};
   std::unique_ptr<index_t[]> heap_;
   std::size_t size_ = 0;
   std::size_t capacity_ = inline_capacity;

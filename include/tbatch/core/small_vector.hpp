@@ -4,6 +4,7 @@
 // and fills allocate nothing.
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
@@ -30,22 +31,46 @@ class SmallVector {
   SmallVector(It first, It last) {
     append(first, last);
   }
-  SmallVector(const SmallVector& other) { copy_from(other); }
-  SmallVector(SmallVector&& other) noexcept { take(std::move(other)); }
+  // Copies and moves take the inline array whole (a few vector moves for small N) and touch
+  // the heap only past N elements.
+  SmallVector(const SmallVector& other) : inline_(other.inline_), size_(other.size_) {
+    if (other.heap_) [[unlikely]]
+      copy_heap_from(other);
+  }
+  SmallVector(SmallVector&& other) noexcept
+      : inline_(other.inline_),
+        heap_(std::move(other.heap_)),
+        size_(other.size_),
+        capacity_(other.capacity_) {
+    other.size_ = 0;
+    other.capacity_ = N;
+  }
   SmallVector& operator=(const SmallVector& other) {
-    if (this != &other) copy_from(other);
+    if (this == &other) return *this;
+    if (!heap_ && !other.heap_) {
+      inline_ = other.inline_;
+      size_ = other.size_;
+    } else {
+      copy_heap_from(other);
+    }
     return *this;
   }
   SmallVector& operator=(SmallVector&& other) noexcept {
-    if (this != &other) take(std::move(other));
+    if (this == &other) return *this;
+    inline_ = other.inline_;
+    heap_ = std::move(other.heap_);
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    other.size_ = 0;
+    other.capacity_ = N;
     return *this;
   }
   ~SmallVector() = default;
 
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T* data() { return heap_ ? heap_.get() : inline_; }
-  const T* data() const { return heap_ ? heap_.get() : inline_; }
+  T* data() { return heap_ ? heap_.get() : inline_.data(); }
+  const T* data() const { return heap_ ? heap_.get() : inline_.data(); }
   T* begin() { return data(); }
   T* end() { return data() + size_; }
   const T* begin() const { return data(); }
@@ -95,6 +120,10 @@ class SmallVector {
     --size_;
     return begin() + at;
   }
+  void pop_back() {
+    TBATCH_ASSERT(size_ > 0);
+    --size_;
+  }
   void clear() { size_ = 0; }
   template <class It>
   void append(It first, It last) {
@@ -107,25 +136,12 @@ class SmallVector {
   }
 
  private:
-  void copy_from(const SmallVector& other) {
-    if (!other.heap_ && !heap_) {
-      std::copy(other.inline_, other.inline_ + N, inline_);  // fixed size: no branches
-    } else {
-      reserve(other.size_);
-      std::copy(other.begin(), other.end(), data());
-    }
+  // Out of line so the inline-only copy stays small enough to be inlined (see Shape).
+  [[gnu::noinline]] void copy_heap_from(const SmallVector& other) {
+    size_ = 0;
+    reserve(other.size_);
+    std::copy(other.begin(), other.end(), data());
     size_ = other.size_;
-  }
-  void take(SmallVector&& other) {
-    if (other.heap_) {
-      heap_ = std::move(other.heap_);
-      capacity_ = other.capacity_;
-      size_ = other.size_;
-      other.capacity_ = N;
-      other.size_ = 0;
-    } else {
-      copy_from(other);
-    }
   }
   void reserve(std::size_t n) {
     if (n <= capacity_) return;
@@ -136,7 +152,7 @@ class SmallVector {
     capacity_ = grown;
   }
 
-  T inline_[N] = {};
+  std::array<T, N> inline_{};
   std::unique_ptr<T[]> heap_;
   std::size_t size_ = 0;
   std::size_t capacity_ = N;

@@ -19,12 +19,17 @@ namespace tbatch {
 template <class T>
 class Storage {
   static_assert(std::is_trivially_copyable_v<T>, "tbatch elements are trivially copyable");
+  // Only allocate() can name it, so only allocate() can construct a Storage.
+  struct Private {
+    explicit Private() = default;
+  };
 
  public:
   /// Uninitialised storage for `size` elements.
   static std::shared_ptr<Storage> allocate(index_t size) {
     const index_t bytes = detail::checked_mul(size, index_t(sizeof(T)), "Storage::allocate");
-    return std::shared_ptr<Storage>(new Storage(bytes, size));
+    // make_shared puts the Storage and its reference counts in one allocation.
+    return std::make_shared<Storage>(Private{}, bytes, size);
   }
   /// Zero-initialised storage (all-bits-zero is 0 for every supported type).
   static std::shared_ptr<Storage> allocate_zeroed(index_t size) {
@@ -41,12 +46,13 @@ class Storage {
   const T* data() const { return data_; }
   index_t size() const { return size_; }
 
- private:
-  Storage(index_t bytes, index_t size)
+  /// For allocate() only (through make_shared, which needs a public constructor).
+  Storage(Private, index_t bytes, index_t size)
       : data_(static_cast<T*>(detail::BlockCache::instance().allocate(std::size_t(bytes)))),
         size_(size),
         bytes_(std::size_t(bytes)) {}
 
+ private:
   T* data_;
   index_t size_;
   std::size_t bytes_;

@@ -147,7 +147,9 @@ class Tensor : public ViewMethods<Tensor<T>> {
 
   // Hooks for ViewMethods.
   const Layout& layout() const { return layout_; }
-  Tensor with_layout(Layout l) const { return Tensor(storage_, std::move(l)); }
+  // Copy and move overloads: one layout copy or move less per view made (see StridedView).
+  Tensor with_layout(const Layout& l) const { return Tensor(storage_, l); }
+  Tensor with_layout(Layout&& l) const { return Tensor(storage_, std::move(l)); }
   T* element_pointer() { return storage_->data(); }
   const T* element_pointer() const { return storage_->data(); }
   Tensor copy_reshaped(const Shape& shape) const {
@@ -157,8 +159,10 @@ class Tensor : public ViewMethods<Tensor<T>> {
   }
 
  private:
-  Tensor(std::shared_ptr<Storage<T>> storage, Layout l)
+  Tensor(std::shared_ptr<Storage<T>> storage, Layout&& l)
       : storage_(std::move(storage)), layout_(std::move(l)) {}
+  Tensor(const std::shared_ptr<Storage<T>>& storage, const Layout& l)
+      : storage_(storage), layout_(l) {}
 
   void require_contiguous(const char* function) const {
     if (!this->is_contiguous())

@@ -117,8 +117,12 @@ class AnyTensor {
 
   /// An empty float32 tensor of shape {0}.
   AnyTensor() = default;
+  // Copy and move overloads rather than one by-value parameter: one tensor move less per entry
+  // that TensorDict's per-entry walks wrap.
   template <Element T>
-  AnyTensor(Tensor<T> tensor) : value_(std::move(tensor)) {}
+  AnyTensor(const Tensor<T>& tensor) : value_(tensor) {}
+  template <Element T>
+  AnyTensor(Tensor<T>&& tensor) : value_(std::move(tensor)) {}
 
   /// An uninitialised contiguous tensor of `dtype` (for outputs written next).
   static AnyTensor empty(DType dtype, Shape shape) {

@@ -22,6 +22,7 @@
 #include "tbatch/core/dtype.hpp"
 #include "tbatch/core/errors.hpp"
 #include "tbatch/core/shape.hpp"
+#include "tbatch/core/small_vector.hpp"
 #include "tbatch/core/tensor.hpp"
 #include "tbatch/dict/any_tensor.hpp"
 #include "tbatch/view/index_types.hpp"
@@ -139,7 +140,8 @@ class KeyPath {
   }
 
  private:
-  std::vector<const std::string*> parts_;
+  // Inline up to depth 8: every walk over the entries keeps one, for its error messages only.
+  detail::SmallVector<const std::string*, 8> parts_;
 };
 
 /// Prints " <word> <key>" when the walk is inside a nested TensorDict, nothing at the top.
@@ -226,8 +228,9 @@ class TensorDict {
   class Value {
    public:
     template <Element T>
-    Value(Tensor<T> tensor) : value_(AnyTensor(std::move(tensor))) {}
-    Value(AnyTensor tensor) : value_(std::move(tensor)) {}
+    Value(Tensor<T> tensor) : value_(std::in_place_index<0>, std::move(tensor)) {}
+    Value(const AnyTensor& tensor) : value_(tensor) {}
+    Value(AnyTensor&& tensor) : value_(std::move(tensor)) {}
     Value(TensorDict dict);
 
     bool is_tensor() const { return value_.index() == 0; }
@@ -501,11 +504,13 @@ class TensorDict {
         probe = &item.second.tensor();
         break;
       }
-    const detail::IndexPlan plan = detail::plan_index(
+    detail::IndexPlan plan = detail::plan_index(
         probe ? probe->layout() : layout::contiguous(batch_size_), indices, indexable, fn);
     const Shape shape = detail::indexed_shape(plan);
     const Shape batch(shape.begin(), shape.end() - (probe ? probe->dim() - indexable : 0));
+    // The probe's own entry reuses its plan (the names below are computed before any entry).
     auto op = [&](const AnyTensor& t, const detail::KeyPath&) {
+      if (&t == probe) return t.index_planned(std::move(plan));
       return t.index_planned(detail::plan_index(t.layout(), indices, indexable, fn));
     };
     detail::KeyPath path;
@@ -1452,8 +1457,9 @@ class TensorDict {
     out.entries_.reserve(entries_.size());
     for (const auto& [key, value] : entries_) {
       path.push(key);
-      if (value.is_tensor())
-        out.entries_.emplace_back(key, Value(fn(value.tensor(), path)));
+      if (value.is_tensor())  // built in place: no temporary Value to move and destroy
+        out.entries_.emplace_back(std::piecewise_construct, std::forward_as_tuple(key),
+                                  std::forward_as_tuple(fn(value.tensor(), path)));
       else
         out.entries_.emplace_back(key,
                                   Value(value.dict().map_tensors(batch, names, prefix, fn, path)));
@@ -1750,7 +1756,7 @@ class TensorDict {
     for (std::size_t j = 0; j < first.entries_.size(); ++j) {
       const auto& [key, value] = first.entries_[j];
       path.push(key);
-      std::vector<const Value*> values;
+      detail::SmallVector<const Value*, 16> values;  // no allocation per entry for up to 16 parts
       for (std::size_t i = 0; i < parts.size(); ++i) {
         const Value* v = entry_of(*parts[i], j, key);
         if (v->is_tensor() != value.is_tensor())
@@ -1796,15 +1802,23 @@ class TensorDict {
       else
         shape.set(d, out.batch_size_[d]);
       AnyTensor result = AnyTensor::empty(head.dtype(), shape);
-      index_t offset = 0;
-      for (std::size_t i = 0; i < parts.size(); ++i) {
-        const AnyTensor& t = values[i]->tensor();
-        const Layout piece = stacking ? layout::select(result.layout(), d, static_cast<index_t>(i))
-                                      : layout::narrow(result.layout(), d, offset, t.shape()[d]);
-        if (!stacking) offset += t.shape()[d];
-        result.assign_at(piece, t, fn);
+      if (stacking) {
+        // Piece i is select(result, d, i), which is piece 0 moved by i strides of dim d: one
+        // layout for all the pieces.
+        Layout piece = layout::select(result.layout(), d, 0);
+        const index_t step = result.strides()[d];
+        for (std::size_t i = 0; i < parts.size(); ++i, piece.offset += step)
+          result.assign_at(piece, values[i]->tensor(), fn);
+      } else {
+        index_t offset = 0;
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+          const AnyTensor& t = values[i]->tensor();
+          result.assign_at(layout::narrow(result.layout(), d, offset, t.shape()[d]), t, fn);
+          offset += t.shape()[d];
+        }
       }
-      out.entries_.emplace_back(key, Value(std::move(result)));
+      out.entries_.emplace_back(std::piecewise_construct, std::forward_as_tuple(key),
+                                std::forward_as_tuple(std::move(result)));
       path.pop();
     }
     return out;

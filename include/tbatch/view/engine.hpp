@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -290,6 +291,77 @@ void copy_planned_source_order(const StridedView<const S>& src, const StridedVie
   copy_runs(plan, src, dst);
 }
 
+/// A view whose elements are `rows` runs of `row_length` contiguous elements, the runs
+/// `row_stride` apart and in order (rows == 1 for a contiguous view).
+struct DenseRows {
+  index_t rows = 1;
+  index_t row_length = 1;
+  index_t row_stride = 0;
+};
+
+/// Copies and fills below this many bytes take the dense-rows path when their views allow it:
+/// for them planning a walk costs more than moving the bytes. Larger ones use the planned walk.
+inline constexpr index_t small_copy_bytes = index_t(1) << 14;
+
+/// `l` as DenseRows when its dims (size-1 dims ignored) merge into at most two levels, forward
+/// and without overlap; nullopt otherwise, and the caller plans a general walk. O(rank), no
+/// allocation.
+inline std::optional<DenseRows> dense_rows_of(const Layout& l) {
+  const index_t* sizes = l.shape.data();
+  const index_t* strides = l.strides.data();
+  DenseRows block;
+  index_t d = l.dim() - 1;
+  for (; d >= 0; --d) {  // the trailing dims that are dense together form one row
+    if (sizes[d] == 1) continue;
+    if (strides[d] != block.row_length) break;
+    block.row_length *= sizes[d];
+  }
+  block.row_stride = block.row_length;
+  bool has_rows = false;
+  for (; d >= 0; --d) {  // the remaining dims must merge into one evenly spaced row dim
+    if (sizes[d] == 1) continue;
+    if (!has_rows) {
+      if (strides[d] < block.row_length) return std::nullopt;
+      block.rows = sizes[d];
+      block.row_stride = strides[d];
+      has_rows = true;
+    } else if (strides[d] == block.rows * block.row_stride) {
+      block.rows *= sizes[d];
+    } else {
+      return std::nullopt;
+    }
+  }
+  return block;
+}
+
+/// Copies src to dst when both are DenseRows of one row length (a contiguous side is cut into
+/// the other side's rows) and their bytes do not overlap: one memcpy per row, no plan. Returns
+/// false, having done nothing, when the views need the planned walk.
+template <class T>
+bool copy_dense_rows(const StridedView<const T>& src, const StridedView<T>& dst) {
+  std::optional<DenseRows> from = dense_rows_of(src.layout());
+  std::optional<DenseRows> to = dense_rows_of(dst.layout());
+  if (!from || !to) return false;
+  if (from->row_length != to->row_length) {
+    if (from->rows == 1)
+      from = DenseRows{to->rows, to->row_length, to->row_length};
+    else if (to->rows == 1)
+      to = DenseRows{from->rows, from->row_length, from->row_length};
+    else
+      return false;
+  }
+  const T* in = src.data();
+  T* out = dst.data();
+  const index_t length = to->row_length;
+  const T* in_end = in + (from->rows - 1) * from->row_stride + length;
+  const T* out_end = out + (to->rows - 1) * to->row_stride + length;
+  if (in < out_end && out < in_end) return false;  // overlapping: the walk stages through a copy
+  for (index_t r = 0; r < to->rows; ++r)
+    std::memcpy(static_cast<void*>(out + r * to->row_stride), in + r * from->row_stride,
+                static_cast<std::size_t>(length) * sizeof(T));
+  return true;
+}
+
 }  // namespace detail
 
 /// Copies `src` into `dst` element by element (converting with static_cast when the types
@@ -301,6 +373,12 @@ void copy(StridedView<const S> src, StridedView<D> dst) {
   if (!(src.shape() == dst.shape()))
     detail::fail<ShapeError>("copy", "source shape ", src.shape(),
                              " does not match destination shape ", dst.shape());
+  if constexpr (std::is_same_v<S, D>) {
+    const index_t n = dst.numel();
+    if (n == 0) return;
+    if (n * index_t(sizeof(D)) < detail::small_copy_bytes && detail::copy_dense_rows(src, dst))
+      return;
+  }
   if (detail::may_overlap(src, dst)) {
     const index_t n = src.numel();
     const auto staging = std::make_unique<S[]>(static_cast<std::size_t>(n));
@@ -313,12 +391,19 @@ void copy(StridedView<const S> src, StridedView<D> dst) {
 }
 template <class S, class D>
 requires(!std::is_const_v<S>) void copy(StridedView<S> src, StridedView<D> dst) {
-  copy(StridedView<const S>(src), dst);
+  copy(StridedView<const S>(std::move(src)), std::move(dst));
 }
 
 /// Sets every element of `dst` to `value`.
 template <class T>
 void fill(StridedView<T> dst, std::type_identity_t<T> value) {
+  if (dst.numel() * index_t(sizeof(T)) < detail::small_copy_bytes) {
+    if (const auto block = detail::dense_rows_of(dst.layout())) {
+      for (index_t r = 0; r < block->rows; ++r)
+        std::fill_n(dst.data() + r * block->row_stride, block->row_length, value);
+      return;
+    }
+  }
   detail::for_each_run(
       "fill",
       [&](index_t n, const std::array<index_t, 1>& stride, T* out) {

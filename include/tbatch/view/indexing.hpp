@@ -90,8 +90,7 @@ inline IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIn
                      " can be");
   // Dims the Ellipsis stands for, fixed before NewAxis and scalar masks insert dims.
   const index_t ellipsis_width = indexable - consumed;
-  IndexPlan plan;
-  plan.basic = source;
+  IndexPlan plan{source, {}, {}, {}, false};
   index_t dim = 0;  // current dim of plan.basic
   for (const auto& index : indices) {
     std::visit(

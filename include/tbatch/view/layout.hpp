@@ -49,11 +49,13 @@ inline Layout contiguous(Shape shape) {
 
 /// True when the elements are row-major and dense (size-1 dims may have any stride).
 inline bool is_contiguous(const Layout& l) {
+  const index_t* sizes = l.shape.data();
+  const index_t* strides = l.strides.data();
   index_t expected = 1;
   for (std::size_t d = l.shape.size(); d-- > 0;) {
-    if (l.shape[d] == 0) return true;
-    if (l.shape[d] != 1 && l.strides[d] != expected) return false;
-    expected *= l.shape[d];
+    if (sizes[d] == 0) return true;
+    if (sizes[d] != 1 && strides[d] != expected) return false;
+    expected *= sizes[d];
   }
   return true;
 }
@@ -252,17 +254,20 @@ inline Shape infer_size(const std::vector<index_t>& sizes, index_t numel, const 
       extent = detail::checked_mul(extent, std::max<index_t>(sizes[i], 1), function);
     }
   }
-  std::vector<index_t> resolved = sizes;
+  index_t inferred = 0;
   if (infer_at) {
     if (known == 0 || numel % known != 0)
       detail::fail<ShapeError>(function, "shape ", detail::listed(sizes), " is invalid for ", numel,
                                " elements: the other sizes multiply to ", known);
-    resolved[*infer_at] = numel / known;
+    inferred = numel / known;
   } else if (known != numel) {
     detail::fail<ShapeError>(function, "shape ", Shape(sizes.begin(), sizes.end()),
                              " is invalid for ", numel, " elements");
   }
-  return Shape(resolved.begin(), resolved.end());
+  Shape resolved;  // built directly: no intermediate vector to allocate
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    resolved.push_back(infer_at && i == *infer_at ? inferred : sizes[i]);
+  return resolved;
 }
 
 /// The same elements seen with shape `sizes` (one -1 allowed), without copying; nullopt when
@@ -336,7 +341,7 @@ inline Layout unflatten(const Layout& l, index_t dim, const std::vector<index_t>
       continue;
     }
     index_t stride = l.strides[d];
-    std::vector<index_t> inner_strides(inner.size());
+    Strides inner_strides(inner.size());
     for (std::size_t k = inner.size(); k-- > 0;) {
       inner_strides[k] = stride;
       stride *= inner[k];

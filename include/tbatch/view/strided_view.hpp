@@ -32,17 +32,25 @@ class StridedView : public ViewMethods<StridedView<T>> {
     layout_.shape.numel();
   }
   /// Internal: a view into the buffer starting at `base` with a full layout (offset included).
-  StridedView(T* base, Layout layout) : base_(base), layout_(std::move(layout)) {}
+  StridedView(T* base, const Layout& layout) : base_(base), layout_(layout) {}
+  StridedView(T* base, Layout&& layout) : base_(base), layout_(std::move(layout)) {}
 
   /// Read-only view of the same elements.
-  operator StridedView<const T>() const requires(!std::is_const_v<T>) {
+  operator StridedView<const T>() const& requires(!std::is_const_v<T>) {
     return StridedView<const T>(base_, layout_);
+  }
+  /// The same from a view about to go away: takes its layout instead of copying it.
+  operator StridedView<const T>() && requires(!std::is_const_v<T>) {
+    return StridedView<const T>(base_, std::move(layout_));
   }
 
   /// Pointer to the first element (the element at all-zero indices).
   T* data() const { return base_ + layout_.offset; }
   const Layout& layout() const { return layout_; }
-  StridedView with_layout(Layout l) const { return StridedView(base_, std::move(l)); }
+  // Copy and move overloads rather than one by-value parameter: one layout copy or move less
+  // per view made, which adds up in per-element loops.
+  StridedView with_layout(const Layout& l) const { return StridedView(base_, l); }
+  StridedView with_layout(Layout&& l) const { return StridedView(base_, std::move(l)); }
   T* element_pointer() const { return base_; }
 
   StridedView copy_reshaped(const Shape& shape) const {

@@ -13,9 +13,10 @@ namespace tbatch {
 /// CRTP base. Every method that takes a dim accepts negative dims (counted from the end) and
 /// throws IndexError for a dim outside [-dim(), dim()); view-making methods share the buffer.
 ///
-/// CRTP details: Derived provides `const Layout& layout() const`, `Derived with_layout(Layout)
-/// const` (same buffer, new layout), `element_pointer()` (pointer to offset 0 of the buffer)
-/// and `Derived copy_to_layout_of(Shape) const` (a fresh contiguous copy reshaped).
+/// CRTP details: Derived provides `const Layout& layout() const`, `Derived with_layout(const
+/// Layout&) const` and `Derived with_layout(Layout&&) const` (same buffer, new layout),
+/// `element_pointer()` (pointer to offset 0 of the buffer) and `Derived copy_to_layout_of(Shape)
+/// const` (a fresh contiguous copy reshaped).
 template <class Derived>
 class ViewMethods {
  public:
@@ -71,7 +72,8 @@ class ViewMethods {
   }
   /// The same elements with another shape, never copying; ShapeError if the strides forbid it.
   Derived view_as(const std::vector<index_t>& sizes) const {
-    if (auto viewed = layout::try_view(layout(), sizes, "view_as")) return rebind(*viewed);
+    if (auto viewed = layout::try_view(layout(), sizes, "view_as"))
+      return rebind(std::move(*viewed));
     detail::fail<ShapeError>("view_as", "shape ", detail::listed(sizes),
                              " cannot be a view of a tensor with shape ", shape(), " and strides ",
                              detail::listed(strides()), "; use reshape, which copies when it must");
@@ -79,13 +81,14 @@ class ViewMethods {
   /// view_as when the strides allow it, else a contiguous copy (one size may be -1). ShapeError
   /// when the element count differs or more than one size is -1.
   Derived reshape(const std::vector<index_t>& sizes) const {
-    if (auto viewed = layout::try_view(layout(), sizes, "reshape")) return rebind(*viewed);
+    if (auto viewed = layout::try_view(layout(), sizes, "reshape"))
+      return rebind(std::move(*viewed));
     return self().copy_reshaped(layout::infer_size(sizes, numel(), "reshape"));
   }
   /// Merges dims [start, end]: a view when possible, else a copy. IndexError when start comes
   /// after end.
   Derived flatten(index_t start = 0, index_t end = -1) const {
-    if (auto viewed = layout::try_flatten(layout(), start, end)) return rebind(*viewed);
+    if (auto viewed = layout::try_flatten(layout(), start, end)) return rebind(std::move(*viewed));
     const index_t s = layout::normalize_dim(start, dim(), "flatten");
     const index_t e = layout::normalize_dim(end, dim(), "flatten");
     std::vector<index_t> sizes(shape().begin(), shape().begin() + s);
@@ -170,7 +173,7 @@ class ViewMethods {
     return position;
   }
   const Layout& layout() const { return self().layout(); }
-  Derived rebind(Layout l) const { return self().with_layout(std::move(l)); }
+  Derived rebind(Layout&& l) const { return self().with_layout(std::move(l)); }
   std::vector<Derived> rebind_all(std::vector<Layout> layouts) const {
     std::vector<Derived> out;
     out.reserve(layouts.size());
