@@ -422,6 +422,34 @@ TEST_CASE("pad on tensors spanning several cache blocks", "[pad]") {
   }
 }
 
+TEMPLATE_TEST_CASE("pad rows of every width around the inline row copy's chunk limits", "[pad]",
+                   TBATCH_ALL_DTYPES) {
+  // Rows are copied in 64-byte chunks up to 16 cache lines, else by memmove: widths on both
+  // sides of each chunk and of the limit, for every element size.
+  using T = TestType;
+  std::mt19937 rng(4321);
+  const index_t per_line = 64 / static_cast<index_t>(sizeof(T));
+  std::vector<index_t> widths{1, 2, 3};
+  for (index_t lines : {1, 2, 3, 15, 16, 17})
+    for (index_t delta : {-1, 0, 1})
+      widths.push_back(lines * per_line + delta);
+  for (index_t width : widths)
+    for (PadMode mode : all_modes) {
+      const std::vector<std::array<index_t, 2>> pairs{
+          {0, 0}, {1, 1}, {std::min<index_t>(2, width - 1), std::min<index_t>(1, width - 1)}};
+      if (mode != PadMode::constant && mode != PadMode::replicate && width < 2) continue;
+      const Tensor<T> x = testing::random_tensor<T>(Shape{2, 3, width}, rng, 9);
+      INFO("width " << width << ", mode " << mode);
+      Shape expected_shape;
+      const auto expected = reference_pad(x, pairs, mode, T(0), &expected_shape);
+      const Tensor<T> out = pad(x, pairs, mode);
+      REQUIRE(out.shape() == expected_shape);
+      CHECK(values_of(out) == expected);
+      CHECK(values_of(pad(x.transpose(0, 1).contiguous().transpose(0, 1), pairs, mode)) ==
+            expected);
+    }
+}
+
 TEMPLATE_TEST_CASE("pad edge cases", "[pad]", TBATCH_ALL_DTYPES) {
   using T = TestType;
   std::mt19937 rng(5);
