@@ -342,9 +342,10 @@ inline Layout unflatten(const Layout& l, index_t dim, const std::vector<index_t>
     }
     index_t stride = l.strides[d];
     Strides inner_strides(inner.size());
+    // Size-0 dims count as 1, as in contiguous_strides: {0, 2^62} must not overflow either.
     for (std::size_t k = inner.size(); k-- > 0;) {
       inner_strides[k] = stride;
-      stride *= inner[k];
+      stride = detail::checked_mul(stride, std::max<index_t>(inner[k], 1), "unflatten");
     }
     for (std::size_t k = 0; k < inner.size(); ++k) {
       out.shape.push_back(inner[k]);
