@@ -342,10 +342,11 @@ inline Layout unflatten(const Layout& l, index_t dim, const std::vector<index_t>
     }
     index_t stride = l.strides[d];
     Strides inner_strides(inner.size());
-    // Size-0 dims count as 1, as in contiguous_strides: {0, 2^62} must not overflow either.
+    // The product only overflows for an empty view, e.g. sizes (0, 2^62), whose strides never
+    // address memory: they saturate to 0 instead of overflowing.
     for (std::size_t k = inner.size(); k-- > 0;) {
       inner_strides[k] = stride;
-      stride = detail::checked_mul(stride, std::max<index_t>(inner[k], 1), "unflatten");
+      if (__builtin_mul_overflow(stride, inner[k], &stride)) stride = 0;
     }
     for (std::size_t k = 0; k < inner.size(); ++k) {
       out.shape.push_back(inner[k]);
