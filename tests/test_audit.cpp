@@ -52,6 +52,8 @@ TEST_CASE("audit: core Shape and Tensor", "[audit]") {
   AUDIT(ShapeError, (Shape{huge, 4}.numel()), {"numel", "overflows"});
   AUDIT(ShapeError, Tensor<float>(Shape{huge, 4}), {"numel", "overflow"});
   AUDIT(ShapeError, Tensor<float>(Shape{0, huge, 4}), {"Tensor", "strides overflow"});
+  AUDIT(ValueError, set_streaming_stores_min_bytes(-5),
+        {"set_streaming_stores_min_bytes", "bytes is -5", ">= 0"});
   AUDIT(ShapeError, Tensor<float>(Shape{2, 2}, std::vector<float>{1, 2, 3}),
         {"Tensor", "3 values", "[2, 2]"});
   AUDIT(ShapeError, Tensor<float>::arange(-1), {"arange", "-1"});

@@ -20,6 +20,10 @@
 // (M_MMAP_MAX = 0, M_TRIM_THRESHOLD = max): every library's allocating calls then reuse memory.
 // --system-malloc leaves glibc's defaults.
 //
+// Stores: tbatch writes outputs of streaming_stores_min_bytes() (16 MiB) or more with streaming
+// stores; --streaming-min-bytes N changes that (a huge N: never), to measure what they bring.
+// glibc's memcpy, the memory-limit column, streams only above its own, larger threshold.
+//
 // Threads: torch::set_num_threads(1) and Eigen Tensor without a thread pool, so every row is
 // single-threaded, except the rows marked "2 threads" (tbatch built with TBATCH_OPENMP, and
 // torch::set_num_threads(2)), which run only when tbatch has OpenMP and with --threads 2.
@@ -763,7 +767,8 @@ void write_csv(std::ostream& out) {
 
 void usage() {
   std::cerr << "usage: tbatch_compare [--reps N] [--quick] [--threads 1|2] [--filter SUBSTR]\n"
-               "                      [--csv FILE] [--md FILE] [--system-malloc]\n";
+               "                      [--csv FILE] [--md FILE] [--system-malloc]\n"
+               "                      [--streaming-min-bytes N]\n";
 }
 
 }  // namespace
@@ -792,6 +797,8 @@ int main(int argc, char** argv) {
       options.md = value();
     else if (a == "--system-malloc")
       options.system_malloc = true;
+    else if (a == "--streaming-min-bytes")
+      tbatch::set_streaming_stores_min_bytes(std::stoll(value()));
     else {
       usage();
       return 2;
@@ -814,7 +821,8 @@ int main(int argc, char** argv) {
 #endif
   std::cerr << "tbatch_compare: libtorch " << TORCH_VERSION << ", reps " << options.reps
             << (options.system_malloc ? ", glibc default malloc" : ", malloc keeps freed memory")
-            << (have_openmp ? ", tbatch OpenMP on" : "") << "\n";
+            << (have_openmp ? ", tbatch OpenMP on" : "") << ", tbatch streams outputs from "
+            << tbatch::streaming_stores_min_bytes() << " bytes\n";
 
   for (int threads = 1; threads <= options.threads; ++threads) {
     current_threads = threads;

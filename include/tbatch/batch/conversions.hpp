@@ -28,18 +28,19 @@ inline Shape batched_shape(index_t batch, const Tensor<index_t>& sizes, index_t 
 /// dims before d narrowed to the element, dim d past it, later dims whole). Works on views, not
 /// tensors: no reference counting per box.
 template <class T>
-void fill_padding(const StridedView<T>& slot, const Shape& sizes, T value) {
+void fill_padding(const StridedView<T>& slot, const Shape& sizes, T value,
+                  Stores stores = Stores::cached) {
   for (std::size_t d = 0; d + 1 < sizes.size(); ++d) {
     const index_t pad = slot.size(d) - sizes[d];
     if (pad == 0) continue;
     if (d == 0) {
-      fill(slot.narrow(0, sizes[0], pad), value);
+      fill_view(slot.narrow(0, sizes[0], pad), value, stores);
       continue;
     }
     StridedView<T> region = slot.narrow(d, sizes[d], pad);
     for (std::size_t before = 0; before < d; ++before)
       region = region.narrow(before, 0, sizes[before]);
-    fill(std::move(region), value);
+    fill_view(region, value, stores);
   }
 }
 template <class T>
@@ -57,15 +58,18 @@ StridedView<T> valid_box(const StridedView<T>& slot, const Shape& sizes) {
 }
 
 /// Writes `elements` into `out` (B, max..., last_dim): each element into its box, padding
-/// around it. `out` is validated by the caller to hold every element.
+/// around it. `out` is validated by the caller to hold every element. The stores follow the
+/// whole output's size.
 template <class T>
 void write_padded(const std::vector<Tensor<T>>& elements, Tensor<T>& out, T padding_value) {
   const StridedView<T> padded = out.view();
+  const Stores stores = stores_for(out.numel() * index_t(sizeof(T)));
   TBATCH_PARALLEL_FOR(out.numel() * index_t(sizeof(T)) > parallel_min_bytes)
   for (std::size_t i = 0; i < elements.size(); ++i) {
     const StridedView<T> slot = padded.select(0, static_cast<index_t>(i));
-    fill_padding(slot, elements[i].shape(), padding_value);
-    copy(elements[i].view(), valid_box(slot, elements[i].shape()));
+    fill_padding(slot, elements[i].shape(), padding_value, stores);
+    copy_views(StridedView<const T>(elements[i].view()), valid_box(slot, elements[i].shape()),
+               stores);
   }
 }
 
@@ -84,9 +88,11 @@ template <class T>
 void write_packed(const std::vector<Tensor<T>>& elements, const Tensor<index_t>& first_idx,
                   Tensor<T>& out) {
   const StridedView<T> packed = out.view();
+  const Stores stores = stores_for(out.numel() * index_t(sizeof(T)));
   TBATCH_PARALLEL_FOR(out.numel() * index_t(sizeof(T)) > parallel_min_bytes)
   for (std::size_t i = 0; i < elements.size(); ++i)
-    copy(elements[i].view(), packed_rows(packed, first_idx.data()[i], elements[i].shape()));
+    copy_views(StridedView<const T>(elements[i].view()),
+               packed_rows(packed, first_idx.data()[i], elements[i].shape()), stores);
 }
 
 /// Rows per element of a list (product of all dims but the last).
@@ -111,11 +117,13 @@ Tensor<T> stack_equal(const std::vector<Tensor<T>>& list, const char* function) 
   for (index_t s : shape)
     stacked.push_back(s);
   Tensor<T> out = Tensor<T>::empty(stacked);
+  const Stores stores = stores_for(out.numel() * index_t(sizeof(T)));
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (!(list[i].shape() == shape))
       fail<ShapeError>(function, "element ", i, " has shape ", list[i].shape(),
                        " but element 0 has ", shape, "; an exact batch needs equal shapes");
-    copy(list[i].view(), out.select(0, static_cast<index_t>(i)).view());
+    copy_views(StridedView<const T>(list[i].view()), out.select(0, static_cast<index_t>(i)).view(),
+               stores);
   }
   return out;
 }

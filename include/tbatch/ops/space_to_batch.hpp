@@ -223,7 +223,7 @@ void for_each_block_box(const std::vector<BlockDim>& dims, std::size_t d, Stride
 /// valid along dims < d and padding along d.
 template <class T>
 void fill_block_padding(const std::vector<BlockDim>& dims, std::size_t d, StridedView<T> blocked,
-                        T value) {
+                        T value, Stores stores) {
   const std::size_t m = dims.size();
   if (d == m) return;
   const BlockDim& dim = dims[d];
@@ -231,10 +231,12 @@ void fill_block_padding(const std::vector<BlockDim>& dims, std::size_t d, Stride
   for (const BlockRun& run : dim.runs) {
     const StridedView<T> column = blocked.narrow(static_cast<index_t>(d), run.k_start, run.k_count);
     const index_t o_end = run.o_start + run.o_count;
-    if (run.o_start > 0) fill(column.narrow(blocks_dim, 0, run.o_start), value);
-    if (o_end < dim.blocks) fill(column.narrow(blocks_dim, o_end, dim.blocks - o_end), value);
+    if (run.o_start > 0) fill_view(column.narrow(blocks_dim, 0, run.o_start), value, stores);
+    if (o_end < dim.blocks)
+      fill_view(column.narrow(blocks_dim, o_end, dim.blocks - o_end), value, stores);
     if (run.o_count > 0)
-      fill_block_padding(dims, d + 1, column.narrow(blocks_dim, run.o_start, run.o_count), value);
+      fill_block_padding(dims, d + 1, column.narrow(blocks_dim, run.o_start, run.o_count), value,
+                         stores);
   }
 }
 
@@ -251,16 +253,17 @@ inline constexpr index_t min_slab_elements = 4096;
 /// take a run each in turn (a further ~30%: the destination order read each source row in
 /// block_shape[-1] strided passes).
 template <class T>
-void copy_space_to_batch_box(StridedView<const T> from, StridedView<T> to, index_t m) {
+void copy_space_to_batch_box(StridedView<const T> from, StridedView<T> to, index_t m,
+                             Stores stores) {
   const index_t batch = m > 0 ? from.size(m) : 1, rows = m > 0 ? from.size(m + 1) : 1;
   if (batch * rows <= 1 || from.numel() / (batch * rows) < min_slab_elements) {
-    copy(from, to);
+    copy_views(from, to, stores);
     return;
   }
   TBATCH_PARALLEL_FOR(to.numel() * index_t(sizeof(T)) > parallel_min_bytes)
   for (index_t s = 0; s < batch * rows; ++s) {
     const index_t b = s / rows, o = s % rows;
-    copy_planned_source_order(from.select(m, b).select(m, o), to.select(m, b).select(m, o));
+    copy_planned_source_order(from.select(m, b).select(m, o), to.select(m, b).select(m, o), stores);
   }
 }
 
@@ -268,10 +271,11 @@ template <class T>
 void run_space_to_batch(const BlockPlan& plan, StridedView<const T> x, StridedView<T> out,
                         T pad_value) {
   const StridedView<T> blocked = out.unflatten(0, plan.block_and_batch);
-  fill_block_padding(plan.dims, 0, blocked, pad_value);
+  const Stores stores = stores_for(out.numel() * index_t(sizeof(T)));
+  fill_block_padding(plan.dims, 0, blocked, pad_value, stores);
   const index_t m = static_cast<index_t>(plan.dims.size());
-  auto copy_box = [m](StridedView<const T> from, StridedView<T> to) {
-    copy_space_to_batch_box(from, to, m);
+  auto copy_box = [m, stores](StridedView<const T> from, StridedView<T> to) {
+    copy_space_to_batch_box(from, to, m, stores);
   };
   for_each_block_box(plan.dims, 0, x, blocked, copy_box);
 }
@@ -280,7 +284,8 @@ template <class T>
 void run_batch_to_space(const BlockPlan& plan, StridedView<const T> x, StridedView<T> out) {
   const StridedView<const T> blocked = x.unflatten(0, plan.block_and_batch);
   [[maybe_unused]] const index_t m = static_cast<index_t>(plan.dims.size());
-  auto copy_box = [m](StridedView<T> to, StridedView<const T> from) {
+  const Stores stores = stores_for(out.numel() * index_t(sizeof(T)));
+  auto copy_box = [m, stores](StridedView<T> to, StridedView<const T> from) {
 #if defined(TBATCH_OPENMP) && defined(_OPENMP)
     // Large boxes split into (batch, o_1) slabs, one copy each, across the threads.
     const index_t batch = m > 0 ? to.size(m) : 1, rows = m > 0 ? to.size(m + 1) : 1;
@@ -288,12 +293,12 @@ void run_batch_to_space(const BlockPlan& plan, StridedView<const T> x, StridedVi
       TBATCH_PARALLEL_FOR(true)
       for (index_t s = 0; s < batch * rows; ++s) {
         const index_t b = s / rows, o = s % rows;
-        copy(from.select(m, b).select(m, o), to.select(m, b).select(m, o));
+        copy_views(from.select(m, b).select(m, o), to.select(m, b).select(m, o), stores);
       }
       return;
     }
 #endif
-    copy(from, to);
+    copy_views(from, to, stores);
   };
   for_each_block_box(plan.dims, 0, out, blocked, copy_box);
 }

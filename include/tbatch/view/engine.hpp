@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tbatch/core/small_vector.hpp"
+#include "tbatch/view/streaming.hpp"
 #include "tbatch/view/strided_view.hpp"
 
 namespace tbatch {
@@ -222,9 +223,11 @@ index_t transposed_dim(const RunPlan<N>& plan) {
   return best;
 }
 
-/// Copies the runs of `plan` (operand 0 the destination, operand 1 the source).
+/// Copies the runs of `plan` (operand 0 the destination, operand 1 the source). Dense runs of
+/// one type are copied and broadcast runs filled with `stores`; the others are element loops.
 template <class S, class D>
-void copy_runs(const RunPlan<2>& plan, const StridedView<const S>& src, const StridedView<D>& dst) {
+void copy_runs(const RunPlan<2>& plan, const StridedView<const S>& src, const StridedView<D>& dst,
+               Stores stores) {
   const index_t length = plan.run_length();
   const index_t dst_inner = plan.inner_stride(0), src_inner = plan.inner_stride(1);
   walk_runs(plan, {0, 0}, [&](const std::array<index_t, 2>& at) {
@@ -232,7 +235,7 @@ void copy_runs(const RunPlan<2>& plan, const StridedView<const S>& src, const St
     const S* in = src.data() + at[1];
     if constexpr (std::is_same_v<S, D>) {
       if (dst_inner == 1 && src_inner == 1) {
-        std::memcpy(static_cast<void*>(out), in, length * sizeof(D));
+        copy_row_with(stores, out, in, length);
         return;
       }
     }
@@ -240,16 +243,20 @@ void copy_runs(const RunPlan<2>& plan, const StridedView<const S>& src, const St
       for (index_t i = 0; i < length; ++i)
         out[i] = static_cast<D>(in[i]);
     } else if (dst_inner == 1 && src_inner == 0) {
-      std::fill_n(out, length, static_cast<D>(*in));
+      fill_row_with(stores, out, length, static_cast<D>(*in));
     } else {
       for (index_t i = 0; i < length; ++i)
         out[i * dst_inner] = static_cast<D>(in[i * src_inner]);
     }
   });
+  if (stores == Stores::streaming) streaming_fence();
 }
 
+/// Copies src to dst (same shapes, no overlap) along a planned walk; transposed copies go
+/// through cache-sized tiles, the others write with `stores`.
 template <class S, class D>
-void copy_planned(const StridedView<const S>& src, const StridedView<D>& dst) {
+void copy_planned(const StridedView<const S>& src, const StridedView<D>& dst,
+                  Stores stores = Stores::cached) {
   RunPlan<2> plan = plan_runs<2>(dst.shape(), {&dst.strides(), &src.strides()});
   if (plan.numel == 0) return;
   const index_t tile_dim = transposed_dim(plan);
@@ -276,7 +283,7 @@ void copy_planned(const StridedView<const S>& src, const StridedView<D>& dst) {
     });
     return;
   }
-  copy_runs(plan, src, dst);
+  copy_runs(plan, src, dst, stores);
 }
 
 /// Copies in the source's visiting order: dims ordered by the source's strides, so reads
@@ -284,11 +291,12 @@ void copy_planned(const StridedView<const S>& src, const StridedView<D>& dst) {
 /// For gathers whose runs are whole cache lines on both sides but whose destination order
 /// reads the source in several strided passes (space_to_batch_nd: one pass per block offset).
 template <class S, class D>
-void copy_planned_source_order(const StridedView<const S>& src, const StridedView<D>& dst) {
+void copy_planned_source_order(const StridedView<const S>& src, const StridedView<D>& dst,
+                               Stores stores) {
   RunPlan<2> plan = plan_runs<2>(dst.shape(), {&src.strides(), &dst.strides()});
   if (plan.numel == 0) return;
   std::swap(plan.strides[0], plan.strides[1]);
-  copy_runs(plan, src, dst);
+  copy_runs(plan, src, dst, stores);
 }
 
 /// A view whose elements are `rows` runs of `row_length` contiguous elements, the runs
@@ -362,59 +370,74 @@ bool copy_dense_rows(const StridedView<const T>& src, const StridedView<T>& dst)
   return true;
 }
 
-}  // namespace detail
-
-/// Copies `src` into `dst` element by element (converting with static_cast when the types
-/// differ). Shapes must match (ShapeError); expand() the source to broadcast. Overlapping
-/// source and destination are handled by copying through a temporary.
+/// copy() with the stores chosen by the caller, for kernels that write one output in several
+/// copies (the choice follows the whole output's size, not each piece's).
 template <class S, class D>
-void copy(StridedView<const S> src, StridedView<D> dst) {
-  static_assert(!std::is_const_v<D>, "copy: the destination view must be writable");
+void copy_views(const StridedView<const S>& src, const StridedView<D>& dst, Stores stores) {
   if (!(src.shape() == dst.shape()))
-    detail::fail<ShapeError>("copy", "source shape ", src.shape(),
-                             " does not match destination shape ", dst.shape());
+    fail<ShapeError>("copy", "source shape ", src.shape(), " does not match destination shape ",
+                     dst.shape());
   if constexpr (std::is_same_v<S, D>) {
     const index_t n = dst.numel();
     if (n == 0) return;
-    if (n * index_t(sizeof(D)) < detail::small_copy_bytes && detail::copy_dense_rows(src, dst))
-      return;
+    if (n * index_t(sizeof(D)) < small_copy_bytes && copy_dense_rows(src, dst)) return;
   }
-  if (detail::may_overlap(src, dst)) {
+  if (may_overlap(src, dst)) {
     const index_t n = src.numel();
     const auto staging = std::make_unique<S[]>(static_cast<std::size_t>(n));
     StridedView<S> staged(staging.get(), src.shape());
-    detail::copy_planned<S, S>(src, staged);
-    detail::copy_planned<S, D>(StridedView<const S>(staged), dst);
+    copy_planned<S, S>(src, staged);
+    copy_planned<S, D>(StridedView<const S>(staged), dst, stores);
     return;
   }
-  detail::copy_planned<S, D>(src, dst);
-}
-template <class S, class D>
-requires(!std::is_const_v<S>) void copy(StridedView<S> src, StridedView<D> dst) {
-  copy(StridedView<const S>(std::move(src)), std::move(dst));
+  copy_planned<S, D>(src, dst, stores);
 }
 
-/// Sets every element of `dst` to `value`.
+/// fill() with the stores chosen by the caller.
 template <class T>
-void fill(StridedView<T> dst, std::type_identity_t<T> value) {
-  if (dst.numel() * index_t(sizeof(T)) < detail::small_copy_bytes) {
-    if (const auto block = detail::dense_rows_of(dst.layout())) {
+void fill_view(const StridedView<T>& dst, T value, Stores stores) {
+  if (dst.numel() * index_t(sizeof(T)) < small_copy_bytes) {
+    if (const auto block = dense_rows_of(dst.layout())) {
       for (index_t r = 0; r < block->rows; ++r)
         std::fill_n(dst.data() + r * block->row_stride, block->row_length, value);
       return;
     }
   }
-  detail::for_each_run(
+  for_each_run(
       "fill",
       [&](index_t n, const std::array<index_t, 1>& stride, T* out) {
         if (stride[0] == 1) {
-          std::fill_n(out, n, value);
+          fill_row_with(stores, out, n, value);
         } else {
           for (index_t i = 0; i < n; ++i)
             out[i * stride[0]] = value;
         }
       },
       dst);
+  if (stores == Stores::streaming) streaming_fence();
+}
+
+}  // namespace detail
+
+/// Copies `src` into `dst` element by element (converting with static_cast when the types
+/// differ). Shapes must match (ShapeError); expand() the source to broadcast. Overlapping
+/// source and destination are handled by copying through a temporary. Destinations of
+/// streaming_stores_min_bytes() or more are written with streaming stores.
+template <class S, class D>
+void copy(StridedView<const S> src, StridedView<D> dst) {
+  static_assert(!std::is_const_v<D>, "copy: the destination view must be writable");
+  detail::copy_views(src, dst, detail::stores_for(dst.numel() * index_t(sizeof(D))));
+}
+template <class S, class D>
+requires(!std::is_const_v<S>) void copy(StridedView<S> src, StridedView<D> dst) {
+  copy(StridedView<const S>(std::move(src)), std::move(dst));
+}
+
+/// Sets every element of `dst` to `value` (with streaming stores from
+/// streaming_stores_min_bytes()).
+template <class T>
+void fill(StridedView<T> dst, std::type_identity_t<T> value) {
+  detail::fill_view(dst, value, detail::stores_for(dst.numel() * index_t(sizeof(T))));
 }
 
 /// Calls fn(a, b, ...) on corresponding elements of same-shaped views (ShapeError otherwise).
