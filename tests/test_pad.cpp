@@ -20,6 +20,8 @@
 #endif
 
 using namespace tbatch;
+using tbatch::testing::element_at;
+using tbatch::testing::next_index;
 using tbatch::testing::value_of;
 
 namespace {
@@ -34,24 +36,6 @@ PadMode mode_from_name(const std::string& name) {
   return PadMode::constant;
 }
 
-/// Advances a row-major multi-index over `shape`; false after the last one.
-bool advance(std::vector<index_t>& idx, const Shape& shape) {
-  for (std::size_t d = idx.size(); d-- > 0;) {
-    if (++idx[d] < shape[d]) return true;
-    idx[d] = 0;
-  }
-  return false;
-}
-
-/// Element at a multi-index, from the raw strides.
-template <class T>
-T read_at(const Tensor<T>& t, const std::vector<index_t>& idx) {
-  index_t offset = 0;
-  for (std::size_t d = 0; d < idx.size(); ++d)
-    offset += idx[d] * t.strides()[d];
-  return t.data()[offset];
-}
-
 /// Every element in row-major order as double, read through the raw strides.
 template <class T>
 std::vector<double> values_of(const Tensor<T>& t) {
@@ -59,8 +43,8 @@ std::vector<double> values_of(const Tensor<T>& t) {
   if (t.numel() == 0) return out;
   std::vector<index_t> idx(t.dim(), 0);
   do {
-    out.push_back(static_cast<double>(detail::widen(read_at(t, idx))));
-  } while (advance(idx, t.shape()));
+    out.push_back(static_cast<double>(detail::widen(element_at(t, idx))));
+  } while (next_index(idx, t.shape()));
   return out;
 }
 
@@ -118,8 +102,8 @@ std::vector<double> reference_pad(const Tensor<T>& x,
       from[d] = source_index(mode, idx[d] - pairs[d][0], x.size(d));
       border = border || from[d] < 0;
     }
-    out.push_back(static_cast<double>(detail::widen(border ? value : read_at(x, from))));
-  } while (advance(idx, shape));
+    out.push_back(static_cast<double>(detail::widen(border ? value : element_at(x, from))));
+  } while (next_index(idx, shape));
   return out;
 }
 
@@ -335,7 +319,7 @@ TEMPLATE_TEST_CASE("pad matches the torch / numpy golden cases", "[pad][golden]"
           for (std::size_t d = 0; d < idx.size(); ++d)
             offset += idx[d] * view.strides()[d];
           view.data()[offset] = value_of<T>(c.input[i++]);
-        } while (advance(idx, c.shape));
+        } while (next_index(idx, c.shape));
       }
       INFO("input layout kind " << kind);
       CHECK(values_of(pad(view, c.pad, c.mode, value)) == expected);
@@ -587,10 +571,10 @@ TEMPLATE_TEST_CASE("pad of batches pads each element inside its own extent", "[p
       if (out.data().numel() > 0) {
         do {
           const std::vector<index_t> row(idx.begin(), idx.end() - 1);
-          const double v = static_cast<double>(detail::widen(read_at(out.data(), idx)));
-          if (!read_at(mask, row)) CHECK(v == fill_value);
+          const double v = static_cast<double>(detail::widen(element_at(out.data(), idx)));
+          if (!element_at(mask, row)) CHECK(v == fill_value);
           if (!std::is_same_v<T, bool>) CHECK(v != leak);
-        } while (advance(idx, out.data().shape()));
+        } while (next_index(idx, out.data().shape()));
       }
     }
     {

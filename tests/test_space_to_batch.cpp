@@ -21,6 +21,8 @@
 #endif
 
 using namespace tbatch;
+using tbatch::testing::element_at;
+using tbatch::testing::for_each_index;
 using tbatch::testing::random_tensor;
 using tbatch::testing::value_of;
 
@@ -29,30 +31,6 @@ namespace {
 using Pairs = std::vector<std::array<index_t, 2>>;
 
 // ---- the tests' own plain loops (no view-layer code) --------------------------------------
-
-/// Calls fn(idx) for every multi-index of `shape` in row-major order.
-template <class Fn>
-void visit_indices(const Shape& shape, Fn&& fn) {
-  for (index_t s : shape)
-    if (s == 0) return;
-  std::vector<index_t> idx(shape.size(), 0);
-  while (true) {
-    fn(idx);
-    std::size_t d = shape.size();
-    while (d > 0 && ++idx[d - 1] == shape[d - 1])
-      idx[--d] = 0;
-    if (d == 0) return;
-  }
-}
-
-/// x[idx] read through x's raw strides.
-template <class T>
-T read(const Tensor<T>& x, const std::vector<index_t>& idx) {
-  index_t offset = 0;
-  for (std::size_t d = 0; d < idx.size(); ++d)
-    offset += idx[d] * x.strides()[d];
-  return x.data()[offset];
-}
 
 index_t product(const std::vector<index_t>& v) {
   index_t p = 1;
@@ -83,7 +61,7 @@ Tensor<T> reference_space_to_batch(const Tensor<T>& x, const std::vector<index_t
   for (index_t d = 1 + static_cast<index_t>(m); d < x.dim(); ++d)
     out_shape.push_back(x.size(d));
   std::vector<T> values;
-  visit_indices(out_shape, [&](const std::vector<index_t>& idx) {
+  for_each_index(out_shape, [&](const std::vector<index_t>& idx) {
     std::vector<index_t> src = idx;
     src[0] = idx[0] % batch;
     const std::vector<index_t> k = offsets_of(idx[0] / batch, block);
@@ -92,7 +70,7 @@ Tensor<T> reference_space_to_batch(const Tensor<T>& x, const std::vector<index_t
       src[1 + i] = idx[1 + i] * block[i] + k[i] - pads[i][0];
       inside = inside && src[1 + i] >= 0 && src[1 + i] < x.size(1 + i);
     }
-    values.push_back(inside ? read(x, src) : pad_value);
+    values.push_back(inside ? element_at(x, src) : pad_value);
   });
   return Tensor<T>(out_shape, values);
 }
@@ -109,7 +87,7 @@ Tensor<T> reference_batch_to_space(const Tensor<T>& x, const std::vector<index_t
   for (index_t d = 1 + static_cast<index_t>(m); d < x.dim(); ++d)
     out_shape.push_back(x.size(d));
   std::vector<T> values;
-  visit_indices(out_shape, [&](const std::vector<index_t>& idx) {
+  for_each_index(out_shape, [&](const std::vector<index_t>& idx) {
     std::vector<index_t> src = idx;
     index_t linear = 0;
     for (std::size_t i = 0; i < m; ++i) {
@@ -118,7 +96,7 @@ Tensor<T> reference_batch_to_space(const Tensor<T>& x, const std::vector<index_t
       linear = linear * block[i] + padded % block[i];
     }
     src[0] = linear * batch + idx[0];
-    values.push_back(read(x, src));
+    values.push_back(element_at(x, src));
   });
   return Tensor<T>(out_shape, values);
 }

@@ -8,6 +8,8 @@
 #include <tbatch/tbatch.hpp>
 #include <vector>
 
+#include "plain_loops.hpp"
+
 namespace tbatch::testing {
 
 /// Builds a T from a small integer (exact in every supported type, including half and bool).
@@ -37,35 +39,6 @@ Tensor<T> random_tensor(Shape shape, std::mt19937& rng, int max_value = 100) {
   for (index_t i = 0; i < out.numel(); ++i)
     out.data()[i] = value_of<T>(dist(rng));
   return out;
-}
-
-/// Calls fn(const std::vector<index_t>& idx) for every multi-index of `shape`, row-major.
-/// The tests' own plain loop, independent of the engine under test.
-template <class Fn>
-void for_each_index(const Shape& shape, Fn&& fn) {
-  if (shape.numel() == 0) return;
-  std::vector<index_t> idx(shape.size(), 0);
-  while (true) {
-    fn(idx);
-    std::size_t d = shape.size();
-    while (d > 0) {
-      --d;
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-      if (d == 0) return;
-    }
-    if (shape.size() == 0) return;
-  }
-}
-
-/// Element at a multi-index, computed from the raw strides (no view-layer code involved).
-template <class T>
-T element_at(const Tensor<T>& t, const std::vector<index_t>& idx) {
-  const T* base = t.data();
-  index_t offset = 0;
-  for (std::size_t d = 0; d < idx.size(); ++d)
-    offset += idx[d] * t.strides()[d];
-  return base[offset];
 }
 
 /// Random shape of `rank` dims with sizes in [lo, hi].

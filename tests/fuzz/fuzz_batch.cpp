@@ -45,7 +45,8 @@ void check_padded(const Tensor<T>& padded, const std::vector<Tensor<T>>& element
       bool inside = true;
       for (std::size_t d = 0; d < idx.size(); ++d)
         inside = inside && idx[d] < elements[i].size(static_cast<index_t>(d));
-      expect(at(slot, idx) == (inside ? at(elements[i], idx) : padding), "padded cell");
+      expect(element_at(slot, idx) == (inside ? element_at(elements[i], idx) : padding),
+             "padded cell");
     });
   }
 }
@@ -59,7 +60,8 @@ void check_packed(const Tensor<T>& packed, const std::vector<Tensor<T>>& element
     index_t within = 0;
     const index_t last = elements[i].size(-1);
     for_each_index(elements[i].shape(), [&](const std::vector<index_t>& idx) {
-      expect(at(elements[i], idx) == packed(row + within / last, within % last), "packed cell");
+      expect(element_at(elements[i], idx) == packed(row + within / last, within % last),
+             "packed cell");
       ++within;
     });
     index_t element_rows = 1;

@@ -14,6 +14,8 @@
 #include <tbatch/tbatch.hpp>
 #include <vector>
 
+#include "../plain_loops.hpp"
+
 namespace tbatch::fuzz {
 
 /// Reads values from the fuzzer's bytes; past the end every read returns the smallest choice,
@@ -103,33 +105,8 @@ bool accepts(Body&& body) {
   }
 }
 
-/// Calls fn(idx) for every multi-index of `shape` in row-major order: the targets' own loop,
-/// independent of the view engine under test.
-template <class Fn>
-void for_each_index(const Shape& shape, Fn&& fn) {
-  std::vector<index_t> idx(shape.size(), 0);
-  for (index_t s : shape)
-    if (s == 0) return;
-  while (true) {
-    fn(idx);
-    std::size_t d = shape.size();
-    while (true) {
-      if (d == 0) return;
-      --d;
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
-
-/// Element of `t` at a multi-index, from its raw strides.
-template <class T>
-T at(const Tensor<T>& t, const std::vector<index_t>& idx) {
-  index_t offset = 0;
-  for (std::size_t d = 0; d < idx.size(); ++d)
-    offset += idx[d] * t.strides()[d];
-  return t.data()[offset];
-}
+using testing::element_at;
+using testing::for_each_index;
 
 /// Random values of T from the input (small integers, exact in every dtype).
 template <class T>

@@ -107,7 +107,7 @@ void check_against_formula(const Tensor<T>& x, const Tensor<T>& out,
       inside = inside && s.has_value();
       source[d] = s.value_or(0);
     }
-    expect(at(out, idx) == (inside ? at(x, source) : value), "pad cell");
+    expect(element_at(out, idx) == (inside ? element_at(x, source) : value), "pad cell");
   });
 }
 

@@ -68,7 +68,8 @@ void fuzz_paddle_scatter(FuzzInput& in) {
       index_t offset = 0;
       for (std::size_t d = 0; d < idx.size(); ++d)
         offset += idx[d] * row.strides()[d];
-      row.data()[offset] = overwrite ? at(update, idx) : row.data()[offset] + at(update, idx);
+      row.data()[offset] =
+          overwrite ? element_at(update, idx) : row.data()[offset] + element_at(update, idx);
     });
   }
   expect(out == expected, "scatter result");
@@ -107,7 +108,7 @@ void fuzz_scatter_nd_add(FuzzInput& in) {
       index_t offset = 0;
       for (std::size_t d = 0; d < idx.size(); ++d)
         offset += idx[d] * slice.strides()[d];
-      slice.data()[offset] += at(update, idx);
+      slice.data()[offset] += element_at(update, idx);
     });
   }
   expect(out == expected, "scatter_nd_add result");
@@ -163,12 +164,12 @@ void fuzz_scatter_reduce(FuzzInput& in) {
   Tensor<bool> hit(self_shape, false);
   for_each_index(index_shape, [&](const std::vector<index_t>& p) {
     std::vector<index_t> slot = p;
-    slot[d0] = at(index, p);
+    slot[d0] = element_at(index, p);
     index_t offset = 0;
     for (index_t d = 0; d < rank; ++d)
       offset += slot[d] * expected.strides()[d];
     T& target = expected.data()[offset];
-    const T value = at(src, p);
+    const T value = element_at(src, p);
     target = (!include_self && !hit.data()[offset]) ? value : combine(reduce, target, value);
     hit.data()[offset] = true;
     count.data()[offset] += 1;
@@ -204,7 +205,7 @@ void fuzz_index_add(FuzzInput& in) {
       index_t offset = 0;
       for (std::size_t d = 0; d < idx.size(); ++d)
         offset += idx[d] * target.strides()[d];
-      target.data()[offset] += alpha * at(from, idx);
+      target.data()[offset] += alpha * element_at(from, idx);
     });
   }
   expect(out == expected, "index_add result");

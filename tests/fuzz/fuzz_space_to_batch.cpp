@@ -87,7 +87,8 @@ void fuzz_space_to_batch(FuzzInput& in) {
       inside = inside && p >= 0 && p < a.x.size(static_cast<index_t>(i) + 1);
       source[i + 1] = p;
     }
-    expect(at(out, o) == (inside ? at(a.x, source) : pad_value), "space_to_batch_nd cell");
+    expect(element_at(out, o) == (inside ? element_at(a.x, source) : pad_value),
+           "space_to_batch_nd cell");
   });
   const Tensor<T> back = batch_to_space_nd(out, a.block, a.amounts);
   expect(back == a.x, "batch_to_space_nd(space_to_batch_nd(x)) == x");
@@ -118,7 +119,7 @@ void fuzz_batch_to_space(FuzzInput& in) {
       offset = offset * a.block[i] + position % a.block[i];
     }
     source[0] = offset * batch + c[0];
-    expect(at(out, c) == at(a.x, source), "batch_to_space_nd cell");
+    expect(element_at(out, c) == element_at(a.x, source), "batch_to_space_nd cell");
   });
 }
 
