@@ -136,7 +136,8 @@ class SmallVector {
   }
 
  private:
-  // Out of line so the inline-only copy stays small enough to be inlined (see Shape).
+  // Out of line so the inline-only copy stays small enough to be inlined into every layout
+  // copy (Shape and Strides are SmallVectors).
   [[gnu::noinline]] void copy_heap_from(const SmallVector& other) {
     size_ = 0;
     reserve(other.size_);
