@@ -28,13 +28,25 @@ void for_each_index(const Shape& shape, Fn&& fn) {
   } while (next_index(idx, shape));
 }
 
-/// Element of `t` at a multi-index, from its raw strides.
+/// Offset from t.data() of the element at a multi-index, from its raw strides.
 template <class T>
-T element_at(const Tensor<T>& t, const std::vector<index_t>& idx) {
+index_t element_offset(const Tensor<T>& t, const std::vector<index_t>& idx) {
   index_t offset = 0;
   for (std::size_t d = 0; d < idx.size(); ++d)
     offset += idx[d] * t.strides()[d];
-  return t.data()[offset];
+  return offset;
+}
+
+/// Element of `t` at a multi-index, from its raw strides.
+template <class T>
+T element_at(const Tensor<T>& t, const std::vector<index_t>& idx) {
+  return t.data()[element_offset(t, idx)];
+}
+
+/// The element itself, to write through.
+template <class T>
+T& element_ref(Tensor<T>& t, const std::vector<index_t>& idx) {
+  return t.data()[element_offset(t, idx)];
 }
 
 }  // namespace tbatch::testing

@@ -21,7 +21,8 @@
 
 using namespace tbatch;
 using tbatch::testing::element_at;
-using tbatch::testing::next_index;
+using tbatch::testing::element_offset;
+using tbatch::testing::for_each_index;
 using tbatch::testing::value_of;
 
 namespace {
@@ -40,11 +41,9 @@ PadMode mode_from_name(const std::string& name) {
 template <class T>
 std::vector<double> values_of(const Tensor<T>& t) {
   std::vector<double> out;
-  if (t.numel() == 0) return out;
-  std::vector<index_t> idx(t.dim(), 0);
-  do {
+  for_each_index(t.shape(), [&](const std::vector<index_t>& idx) {
     out.push_back(static_cast<double>(detail::widen(element_at(t, idx))));
-  } while (next_index(idx, t.shape()));
+  });
   return out;
 }
 
@@ -94,16 +93,15 @@ std::vector<double> reference_pad(const Tensor<T>& x,
     shape.push_back(x.size(d) + pairs[d][0] + pairs[d][1]);
   if (out_shape) *out_shape = shape;
   std::vector<double> out;
-  if (shape.numel() == 0) return out;
-  std::vector<index_t> idx(shape.size(), 0), from(shape.size());
-  do {
+  std::vector<index_t> from(shape.size());
+  for_each_index(shape, [&](const std::vector<index_t>& idx) {
     bool border = false;
     for (std::size_t d = 0; d < shape.size(); ++d) {
       from[d] = source_index(mode, idx[d] - pairs[d][0], x.size(d));
       border = border || from[d] < 0;
     }
     out.push_back(static_cast<double>(detail::widen(border ? value : element_at(x, from))));
-  } while (next_index(idx, shape));
+  });
   return out;
 }
 
@@ -311,16 +309,10 @@ TEMPLATE_TEST_CASE("pad matches the torch / numpy golden cases", "[pad][golden]"
     // The same values seen through strided views give the same result.
     for (int kind : {1, 2, 3}) {
       Tensor<T> view = random_input<T>(rng, c.shape, kind);
-      std::vector<index_t> idx(c.shape.size(), 0);
-      if (c.shape.numel() > 0) {
-        std::size_t i = 0;
-        do {
-          index_t offset = 0;
-          for (std::size_t d = 0; d < idx.size(); ++d)
-            offset += idx[d] * view.strides()[d];
-          view.data()[offset] = value_of<T>(c.input[i++]);
-        } while (next_index(idx, c.shape));
-      }
+      std::size_t i = 0;
+      for_each_index(c.shape, [&](const std::vector<index_t>& idx) {
+        view.data()[element_offset(view, idx)] = value_of<T>(c.input[i++]);
+      });
       INFO("input layout kind " << kind);
       CHECK(values_of(pad(view, c.pad, c.mode, value)) == expected);
     }
@@ -567,15 +559,12 @@ TEMPLATE_TEST_CASE("pad of batches pads each element inside its own extent", "[p
       const Tensor<bool> mask = out.mask();
       const double fill_value = static_cast<double>(detail::widen(value));
       const double leak = static_cast<double>(detail::widen(sentinel));
-      std::vector<index_t> idx(out.data().dim(), 0);
-      if (out.data().numel() > 0) {
-        do {
-          const std::vector<index_t> row(idx.begin(), idx.end() - 1);
-          const double v = static_cast<double>(detail::widen(element_at(out.data(), idx)));
-          if (!element_at(mask, row)) CHECK(v == fill_value);
-          if (!std::is_same_v<T, bool>) CHECK(v != leak);
-        } while (next_index(idx, out.data().shape()));
-      }
+      for_each_index(out.data().shape(), [&](const std::vector<index_t>& idx) {
+        const std::vector<index_t> row(idx.begin(), idx.end() - 1);
+        const double v = static_cast<double>(detail::widen(element_at(out.data(), idx)));
+        if (!element_at(mask, row)) CHECK(v == fill_value);
+        if (!std::is_same_v<T, bool>) CHECK(v != leak);
+      });
     }
     {
       INFO("packed batch");

@@ -23,6 +23,7 @@
 
 using namespace tbatch;
 using tbatch::testing::element_at;
+using tbatch::testing::element_ref;
 using tbatch::testing::for_each_index;
 using tbatch::testing::value_of;
 
@@ -84,15 +85,6 @@ Reduce reduce_named(const std::string& name) {
 }
 
 // ---- the tests' own plain loops ----------------------------------------------------------
-
-/// Mutable element at a multi-index, through raw strides.
-template <class T>
-T& ref_at(Tensor<T>& t, const std::vector<index_t>& idx) {
-  index_t offset = 0;
-  for (std::size_t d = 0; d < idx.size(); ++d)
-    offset += idx[d] * t.strides()[d];
-  return t.data()[offset];
-}
 
 /// Values in a small range: -5..5 for signed types, 0..10 otherwise (exact in every type).
 template <class T>
@@ -173,7 +165,7 @@ Tensor<T> reference_scatter_reduce(const Tensor<T>& self, index_t dim, const Ten
     hits[slot].push_back(element_at(src, p));
   });
   for (auto& [slot, values] : hits) {
-    T& target = ref_at(out, slot);
+    T& target = element_ref(out, slot);
     std::vector<T> all;
     if (include_self) all.push_back(target);
     all.insert(all.end(), values.begin(), values.end());
@@ -439,7 +431,8 @@ TEST_CASE("scatter_nd_add: Paddle's documented examples", "[scatter_nd_add][gold
   const index_t at[3][2] = {{1, 1}, {0, 1}, {1, 3}};
   for (int k = 0; k < 3; ++k)
     for_each_index(Shape{9, 10}, [&](const std::vector<index_t>& p) {
-      ref_at(expected, {at[k][0], at[k][1], p[0], p[1]}) += element_at(updates, {k, p[0], p[1]});
+      element_ref(expected, {at[k][0], at[k][1], p[0], p[1]}) +=
+          element_at(updates, {k, p[0], p[1]});
     });
   CHECK(out == expected);
 }
@@ -478,7 +471,7 @@ TEMPLATE_TEST_CASE("scatter_nd_add: randomised against the reference loop",
           target.push_back(flat_index.data()[k * q + c]);
         target.insert(target.end(), p.begin(), p.end());
         source.insert(source.end(), p.begin(), p.end());
-        T& slot = ref_at(expected, target);
+        T& slot = element_ref(expected, target);
         slot = ref_combine(Reduce::sum, slot, element_at(flat_updates, source));
       });
     INFO("trial " << trial << " q " << q << " index " << index_shape);
@@ -758,7 +751,7 @@ TEMPLATE_TEST_CASE("index_add: randomised against the reference loop", "[index_a
     for_each_index(source_shape, [&](const std::vector<index_t>& p) {
       std::vector<index_t> target = p;
       target[d] = index.data()[p[d]];
-      T& slot = ref_at(expected, target);
+      T& slot = element_ref(expected, target);
       slot =
           ref_combine(Reduce::sum, slot, ref_combine(Reduce::prod, alpha, element_at(source, p)));
     });
@@ -854,7 +847,7 @@ std::vector<Tensor<T>> reference_ragged(const std::vector<Tensor<T>>& list, cons
       std::vector<index_t> at = row_of(k);
       for (index_t j = 0; j < updates.size(1); ++j) {
         at.back() = j;
-        T& slot = ref_at(element, at);
+        T& slot = element_ref(element, at);
         const T value = updates.data()[k * updates.size(1) + j];
         if (pass == 0)
           slot = T(0);

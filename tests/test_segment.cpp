@@ -24,6 +24,7 @@
 
 using namespace tbatch;
 using tbatch::testing::element_at;
+using tbatch::testing::element_ref;
 using tbatch::testing::for_each_index;
 using tbatch::testing::value_of;
 
@@ -132,15 +133,6 @@ double to_double(T v) {
     return static_cast<double>(static_cast<float>(v));
 }
 
-/// Mutable element at a multi-index, through raw strides.
-template <class T>
-T& ref_at(Tensor<T>& t, const std::vector<index_t>& idx) {
-  index_t offset = 0;
-  for (std::size_t d = 0; d < idx.size(); ++d)
-    offset += idx[d] * t.strides()[d];
-  return t.data()[offset];
-}
-
 Shape inner_shape(const Shape& values_shape) {
   return Shape(values_shape.begin() + 1, values_shape.end());
 }
@@ -168,7 +160,7 @@ Tensor<T> reference_segment_reduce(const Tensor<T>& values, const Tensor<index_t
       for (index_t r = first[e] + 1; r < first[e + 1]; ++r)
         acc = ref_combine(reduce, acc, element_at(values, with_front(r, p)));
       if (reduce == Reduce::mean) acc = ref_mean(acc, first[e + 1] - first[e]);
-      ref_at(out, with_front(e, p)) = acc;
+      element_ref(out, with_front(e, p)) = acc;
     });
   }
   return out;
@@ -193,7 +185,7 @@ Tensor<index_t> reference_arg(const Tensor<T>& values, const Tensor<index_t>& fi
         const bool better = std::isnan(v) ? !std::isnan(b) : (max ? v > b : v < b);
         if (best < 0 || better) best = r;
       }
-      ref_at(out, with_front(e, p)) = best;
+      element_ref(out, with_front(e, p)) = best;
     });
   return out;
 }

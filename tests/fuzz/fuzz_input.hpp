@@ -106,6 +106,7 @@ bool accepts(Body&& body) {
 }
 
 using testing::element_at;
+using testing::element_ref;
 using testing::for_each_index;
 
 /// Random values of T from the input (small integers, exact in every dtype).

@@ -65,11 +65,8 @@ void fuzz_paddle_scatter(FuzzInput& in) {
     Tensor<T> row = expected.select(0, index(k));
     const Tensor<T> update = updates.select(0, k);
     for_each_index(row.shape(), [&](const std::vector<index_t>& idx) {
-      index_t offset = 0;
-      for (std::size_t d = 0; d < idx.size(); ++d)
-        offset += idx[d] * row.strides()[d];
-      row.data()[offset] =
-          overwrite ? element_at(update, idx) : row.data()[offset] + element_at(update, idx);
+      T& cell = element_ref(row, idx);
+      cell = overwrite ? element_at(update, idx) : cell + element_at(update, idx);
     });
   }
   expect(out == expected, "scatter result");
@@ -105,10 +102,7 @@ void fuzz_scatter_nd_add(FuzzInput& in) {
       slice = slice.select(0, index(i, c));
     const Tensor<T> update = updates.select(0, i);
     for_each_index(slice.shape(), [&](const std::vector<index_t>& idx) {
-      index_t offset = 0;
-      for (std::size_t d = 0; d < idx.size(); ++d)
-        offset += idx[d] * slice.strides()[d];
-      slice.data()[offset] += element_at(update, idx);
+      element_ref(slice, idx) += element_at(update, idx);
     });
   }
   expect(out == expected, "scatter_nd_add result");
@@ -202,10 +196,7 @@ void fuzz_index_add(FuzzInput& in) {
     Tensor<T> target = expected.select(d0, index(i));
     const Tensor<T> from = source.select(d0, i);
     for_each_index(target.shape(), [&](const std::vector<index_t>& idx) {
-      index_t offset = 0;
-      for (std::size_t d = 0; d < idx.size(); ++d)
-        offset += idx[d] * target.strides()[d];
-      target.data()[offset] += alpha * element_at(from, idx);
+      element_ref(target, idx) += alpha * element_at(from, idx);
     });
   }
   expect(out == expected, "index_add result");

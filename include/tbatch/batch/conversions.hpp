@@ -63,7 +63,7 @@ StridedView<T> valid_box(const StridedView<T>& slot, const Shape& sizes) {
 template <class T>
 void write_padded(const std::vector<Tensor<T>>& elements, Tensor<T>& out, T padding_value) {
   const StridedView<T> padded = out.view();
-  const Stores stores = stores_for(out.numel() * index_t(sizeof(T)));
+  const Stores stores = stores_for_output(out);
   TBATCH_PARALLEL_FOR(out.numel() * index_t(sizeof(T)) > parallel_min_bytes)
   for (std::size_t i = 0; i < elements.size(); ++i) {
     const StridedView<T> slot = padded.select(0, static_cast<index_t>(i));
@@ -88,7 +88,7 @@ template <class T>
 void write_packed(const std::vector<Tensor<T>>& elements, const Tensor<index_t>& first_idx,
                   Tensor<T>& out) {
   const StridedView<T> packed = out.view();
-  const Stores stores = stores_for(out.numel() * index_t(sizeof(T)));
+  const Stores stores = stores_for_output(out);
   TBATCH_PARALLEL_FOR(out.numel() * index_t(sizeof(T)) > parallel_min_bytes)
   for (std::size_t i = 0; i < elements.size(); ++i)
     copy_views(StridedView<const T>(elements[i].view()),
@@ -117,7 +117,7 @@ Tensor<T> stack_equal(const std::vector<Tensor<T>>& list, const char* function) 
   for (index_t s : shape)
     stacked.push_back(s);
   Tensor<T> out = Tensor<T>::empty(stacked);
-  const Stores stores = stores_for(out.numel() * index_t(sizeof(T)));
+  const Stores stores = stores_for_output(out);
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (!(list[i].shape() == shape))
       fail<ShapeError>(function, "element ", i, " has shape ", list[i].shape(),

@@ -6,10 +6,16 @@
 
 namespace tbatch::detail {
 
+/// Sets `product` to a * b; true when that overflows (product then holds the wrapped value),
+/// for callers that report the overflow in their own words or saturate.
+inline bool multiply_overflows(index_t a, index_t b, index_t& product) {
+  return __builtin_mul_overflow(a, b, &product);
+}
+
 /// a * b for non-negative sizes; ShapeError naming `function` when the product overflows.
 inline index_t checked_mul(index_t a, index_t b, const char* function) {
   index_t product = 0;
-  if (__builtin_mul_overflow(a, b, &product))
+  if (multiply_overflows(a, b, product))
     fail<ShapeError>(function, "size ", a, " * ", b, " overflows a 64-bit index");
   return product;
 }

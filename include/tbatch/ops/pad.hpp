@@ -498,8 +498,7 @@ inline bool writes_overlap(const Shape& shape, const Strides& strides) {
 template <class T>
 Tensor<T> pad_tensor(const Tensor<T>& x, const std::vector<DimPad>& pads, PadMode mode, T value) {
   Tensor<T> out = Tensor<T>::empty(padded_shape(x.shape(), pads, mode, "pad"));
-  pad_views<T>(x.view(), out.view(), pads, mode, value,
-               stores_for(out.numel() * index_t(sizeof(T))));
+  pad_views<T>(x.view(), out.view(), pads, mode, value, stores_for_output(out));
   return out;
 }
 
@@ -566,7 +565,7 @@ B pad_batch(const B& batch, const std::vector<DimPad>& pads, PadMode mode,
   for (index_t i = 0; i < batch.batch_size(); ++i)
     shapes.push_back(padded_shape(batch.shape_of(i), pads, mode, "pad", i));
   B out = allocate_padded_batch(batch, shapes, pads, mode, value);
-  const Stores stores = stores_for(out.data().numel() * index_t(sizeof(T)));
+  const Stores stores = stores_for_output(out.data());
   for (index_t i = 0; i < batch.batch_size(); ++i) {
     const Tensor<T> source = batch.element(i);
     Tensor<T> target = out.element(i);
@@ -652,7 +651,7 @@ void pad_into(StridedView<S> x, const std::vector<index_t>& pad, StridedView<T> 
     detail::fail<ValueError>("pad_into",
                              "out shares memory with x; expected an output separate from x");
   detail::pad_views<T>(StridedView<const T>(x), out, pads, mode, value,
-                       detail::stores_for(out.numel() * index_t(sizeof(T))));
+                       detail::stores_for_output(out));
 }
 
 /// Each element of a batch padded inside its own valid extent (borders never read the batch

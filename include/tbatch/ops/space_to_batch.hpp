@@ -101,7 +101,7 @@ inline index_t check_block_arguments(const char* function, const Shape& input_sh
   for (std::size_t i = 0; i < m; ++i) {
     if (block_shape[i] < 1)
       fail<ValueError>(function, "block_shape[", i, "] = ", block_shape[i], " must be >= 1");
-    if (__builtin_mul_overflow(product, block_shape[i], &product))
+    if (multiply_overflows(product, block_shape[i], product))
       fail<ShapeError>(function, "the product of block_shape ", listed(block_shape),
                        " overflows a 64-bit index");
   }
@@ -271,7 +271,7 @@ template <class T>
 void run_space_to_batch(const BlockPlan& plan, StridedView<const T> x, StridedView<T> out,
                         T pad_value) {
   const StridedView<T> blocked = out.unflatten(0, plan.block_and_batch);
-  const Stores stores = stores_for(out.numel() * index_t(sizeof(T)));
+  const Stores stores = stores_for_output(out);
   fill_block_padding(plan.dims, 0, blocked, pad_value, stores);
   const index_t m = static_cast<index_t>(plan.dims.size());
   auto copy_box = [m, stores](StridedView<const T> from, StridedView<T> to) {
@@ -284,7 +284,7 @@ template <class T>
 void run_batch_to_space(const BlockPlan& plan, StridedView<const T> x, StridedView<T> out) {
   const StridedView<const T> blocked = x.unflatten(0, plan.block_and_batch);
   [[maybe_unused]] const index_t m = static_cast<index_t>(plan.dims.size());
-  const Stores stores = stores_for(out.numel() * index_t(sizeof(T)));
+  const Stores stores = stores_for_output(out);
   auto copy_box = [m, stores](StridedView<T> to, StridedView<const T> from) {
 #if defined(TBATCH_OPENMP) && defined(_OPENMP)
     // Large boxes split into (batch, o_1) slabs, one copy each, across the threads.

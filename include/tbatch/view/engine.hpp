@@ -426,7 +426,7 @@ void fill_view(const StridedView<T>& dst, T value, Stores stores) {
 template <class S, class D>
 void copy(StridedView<const S> src, StridedView<D> dst) {
   static_assert(!std::is_const_v<D>, "copy: the destination view must be writable");
-  detail::copy_views(src, dst, detail::stores_for(dst.numel() * index_t(sizeof(D))));
+  detail::copy_views(src, dst, detail::stores_for_output(dst));
 }
 template <class S, class D>
 requires(!std::is_const_v<S>) void copy(StridedView<S> src, StridedView<D> dst) {
@@ -437,7 +437,7 @@ requires(!std::is_const_v<S>) void copy(StridedView<S> src, StridedView<D> dst) 
 /// streaming_stores_min_bytes()).
 template <class T>
 void fill(StridedView<T> dst, std::type_identity_t<T> value) {
-  detail::fill_view(dst, value, detail::stores_for(dst.numel() * index_t(sizeof(T))));
+  detail::fill_view(dst, value, detail::stores_for_output(dst));
 }
 
 /// Calls fn(a, b, ...) on corresponding elements of same-shaped views (ShapeError otherwise).

@@ -33,7 +33,7 @@ inline Strides contiguous_strides(const Shape& shape) {
   index_t stride = 1;
   for (std::size_t d = shape.size(); d-- > 0;) {
     strides[d] = stride;
-    if (__builtin_mul_overflow(stride, std::max<index_t>(shape[d], 1), &stride))
+    if (detail::multiply_overflows(stride, std::max<index_t>(shape[d], 1), stride))
       detail::fail<ShapeError>("Tensor", "shape ", shape,
                                " is too large: its row-major strides overflow a 64-bit index");
   }
@@ -346,7 +346,7 @@ inline Layout unflatten(const Layout& l, index_t dim, const std::vector<index_t>
     // address memory: they saturate to 0 instead of overflowing.
     for (std::size_t k = inner.size(); k-- > 0;) {
       inner_strides[k] = stride;
-      if (__builtin_mul_overflow(stride, inner[k], &stride)) stride = 0;
+      if (detail::multiply_overflows(stride, inner[k], stride)) stride = 0;
     }
     for (std::size_t k = 0; k < inner.size(); ++k) {
       out.shape.push_back(inner[k]);

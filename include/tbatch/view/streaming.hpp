@@ -65,6 +65,12 @@ inline Stores stores_for(index_t bytes) {
                                                                           : Stores::cached;
 }
 
+/// The stores for writing all of `out` (a Tensor or a StridedView).
+template <class Out>
+Stores stores_for_output(const Out& out) {
+  return stores_for(out.numel() * index_t(sizeof(*out.data())));
+}
+
 // Streaming stores go out in whole 64-byte cache lines: a line only partly written by them is
 // flushed on its own, read-modify-write in memory (on 232-byte rows streamed piecewise, pad ran
 // 30x slower). Partial lines at the ends of a range take normal stores.
