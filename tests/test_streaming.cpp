@@ -1,52 +1,16 @@
 // Streaming stores: the row primitives at every alignment, and every kernel that takes them
 // giving the same result with the threshold at 0 (every output streamed) as with none.
-#include <limits>
 #include <random>
 
 #include "test_support.hpp"
 
 using namespace tbatch;
+using tbatch::testing::check_streaming_matches_cached;
 using tbatch::testing::element_at;
 using tbatch::testing::for_each_index;
 using tbatch::testing::random_tensor;
+using tbatch::testing::StreamingThreshold;
 using tbatch::testing::value_of;
-
-namespace {
-
-/// Sets the streaming threshold for a scope and restores it after.
-class StreamingThreshold {
- public:
-  explicit StreamingThreshold(index_t bytes) : saved_(streaming_stores_min_bytes()) {
-    set_streaming_stores_min_bytes(bytes);
-  }
-  ~StreamingThreshold() { set_streaming_stores_min_bytes(saved_); }
-  StreamingThreshold(const StreamingThreshold&) = delete;
-  StreamingThreshold& operator=(const StreamingThreshold&) = delete;
-
- private:
-  index_t saved_;
-};
-
-constexpr index_t never = std::numeric_limits<index_t>::max();
-
-/// fn() evaluated with every output streamed and with none; both results must be equal.
-template <class Fn>
-void check_streaming_matches_cached(Fn&& fn) {
-  const auto cached = [&] {
-    StreamingThreshold none(never);
-    return fn();
-  }();
-  const auto streamed = [&] {
-    StreamingThreshold all(0);
-    return fn();
-  }();
-  REQUIRE(streamed.shape() == cached.shape());
-  for_each_index(cached.shape(), [&](const auto& idx) {
-    REQUIRE(element_at(streamed, idx) == element_at(cached, idx));
-  });
-}
-
-}  // namespace
 
 TEST_CASE("the streaming threshold defaults to 16 MiB and rejects negative values", "[streaming]") {
   CHECK(streaming_stores_min_bytes() == index_t(16) << 20);

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <tbatch/tbatch.hpp>
@@ -48,6 +49,40 @@ inline Shape random_shape(std::mt19937& rng, index_t rank, index_t lo, index_t h
   for (index_t d = 0; d < rank; ++d)
     s.push_back(dist(rng));
   return s;
+}
+
+/// Sets the streaming-stores threshold for a scope and restores it after.
+class StreamingThreshold {
+ public:
+  explicit StreamingThreshold(index_t bytes) : saved_(streaming_stores_min_bytes()) {
+    set_streaming_stores_min_bytes(bytes);
+  }
+  ~StreamingThreshold() { set_streaming_stores_min_bytes(saved_); }
+  StreamingThreshold(const StreamingThreshold&) = delete;
+  StreamingThreshold& operator=(const StreamingThreshold&) = delete;
+
+ private:
+  index_t saved_;
+};
+
+/// A streaming threshold no output reaches.
+inline constexpr index_t never_stream = std::numeric_limits<index_t>::max();
+
+/// fn() evaluated with every output streamed and with none; both results must be equal.
+template <class Fn>
+void check_streaming_matches_cached(Fn&& fn) {
+  const auto cached = [&] {
+    StreamingThreshold none(never_stream);
+    return fn();
+  }();
+  const auto streamed = [&] {
+    StreamingThreshold all(0);
+    return fn();
+  }();
+  REQUIRE(streamed.shape() == cached.shape());
+  for_each_index(cached.shape(), [&](const auto& idx) {
+    REQUIRE(element_at(streamed, idx) == element_at(cached, idx));
+  });
 }
 
 /// Matches a tbatch::Error whose message contains a fragment.

@@ -30,6 +30,7 @@
 #include "tbatch/core/checked_math.hpp"
 #include "tbatch/core/errors.hpp"
 #include "tbatch/core/tensor.hpp"
+#include "tbatch/ops/constant_rows.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/layout.hpp"
 
@@ -283,10 +284,11 @@ void copy_row(T* out, const T* in, index_t n) {
 /// later pass over the border rows touches a few lines per plane, far apart, that the prefetcher
 /// has not fetched (on 56 x 56 planes that pass made pad about 10% slower). It writes through
 /// the cache: streaming its rows (composed in a small buffer, whole lines streamed out)
-/// measured 0.5-1.1x of this on outputs of 3-110 MB.
+/// measured 0.5-1.1x of this on outputs of 3-110 MB. With streaming `stores`, constant mode on
+/// dense output rows of at least a line goes to stream_constant_rows where the CPU has it.
 template <class T>
 void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<T>& dst_planes,
-                      const PadDim& ph, const PadDim& pw, PadMode mode, T value) {
+                      const PadDim& ph, const PadDim& pw, PadMode mode, T value, Stores stores) {
   const index_t rank = dst_planes.dim();
   const bool constant = mode == PadMode::constant;
   // The source row each output row of a plane copies; -1 for a constant border row.
@@ -319,6 +321,33 @@ void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<
     }
   };
   const index_t in_row = src_planes.strides()[rank - 2], out_row = dst_planes.strides()[rank - 2];
+  if (constant && stores == Stores::streaming && out_row == size_out &&
+      size_out * index_t(sizeof(T)) >= 64 && constant_rows_supported()) {
+    const index_t plane_length = ph.size_out * size_out;
+    ConstantRows rows;
+    rows.rows = ph.size_out;
+    rows.row_length = size_out;
+    rows.lo = lo;
+    rows.width = width;
+    rows.source_rows = source_rows.data();
+    rows.in_row_stride = in_row;
+    for_each_run(
+        "pad",
+        [&](index_t n, const std::array<index_t, 2>& stride, T* out, const T* in) {
+          rows.in_plane_stride = stride[1];
+          if (stride[0] == plane_length) {  // the run's planes are one contiguous range
+            rows.planes = n;
+            stream_constant_rows(out, in + first, rows, value);
+            return;
+          }
+          rows.planes = 1;
+          for (index_t i = 0; i < n; ++i)
+            stream_constant_rows(out + i * stride[0], in + i * stride[1] + first, rows, value);
+        },
+        dst_planes.select(rank - 1, 0).select(rank - 2, 0),
+        src_planes.select(rank - 1, 0).select(rank - 2, 0));
+    return;
+  }
   auto write_plane = [&](T* out, const T* in) {
     for (index_t j = 0; j < ph.size_out; ++j) {
       T* row = out + j * out_row;
@@ -375,11 +404,11 @@ void pad_block(const StridedView<const T>& src, const StridedView<T>& dst,
     stores = Stores::cached;
   if (fused && rank == 1)  // a single row: a plane of one unpadded row
     pad_planes_fused(planes_in.unsqueeze(0), planes_out.unsqueeze(0), unpadded(1), plan[0], mode,
-                     value);
+                     value, stores);
   else if (fused)
     pad_planes_fused(planes_in, planes_out,
                      plan[rank - 2].pads() ? plan[rank - 2] : unpadded(dst.size(rank - 2)),
-                     plan[rank - 1], mode, value);
+                     plan[rank - 1], mode, value, stores);
   else if (has_interior)
     copy_planned<T, T>(from, to, stores);
 
