@@ -13,6 +13,9 @@ using tbatch::testing::value_of;
 
 TEMPLATE_TEST_CASE("stream_constant_rows writes exactly its rows at every alignment",
                    "[pad][streaming]", TBATCH_ALL_DTYPES) {
+#if !TBATCH_CONSTANT_ROWS
+  WARN("stream_constant_rows needs x86-64 and GCC or Clang; pad does not use it here");
+#else
   using T = TestType;
   if (!detail::constant_rows_supported()) {
     WARN("this CPU has no AVX-512BW, so pad never calls stream_constant_rows");
@@ -68,6 +71,7 @@ TEMPLATE_TEST_CASE("stream_constant_rows writes exactly its rows at every alignm
                   << "), output at element offset " << offset);
     REQUIRE(wrong == -1);
   }
+#endif
 }
 
 TEMPLATE_TEST_CASE("pad with streamed constant rows equals the cached kernel", "[pad][streaming]",
@@ -105,6 +109,14 @@ TEMPLATE_TEST_CASE("pad with streamed constant rows equals the cached kernel", "
       return room;
     });
   }
+  // A single row (rank 1) and one plane (rank 2).
+  const Tensor<T> row = random_tensor<T>(Shape{3 * line + 1}, rng);
+  check_streaming_matches_cached([&] {
+    return pad(row, {5, 7}, PadMode::constant, value_of<T>(4));
+  });
+  check_streaming_matches_cached([&] { return pad(row, {-3, 2}, PadMode::constant); });
+  const Tensor<T> plane = random_tensor<T>(Shape{5, line + 2}, rng);
+  check_streaming_matches_cached([&] { return pad(plane, {1, 2, 3, 0}, PadMode::constant); });
   // Each element of a batch inside its own extent.
   std::vector<Tensor<T>> list;
   for (index_t n : {3, 1, 4})

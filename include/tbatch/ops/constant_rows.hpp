@@ -9,7 +9,6 @@
 // without -mavx512bw uses it on CPUs that have it.
 
 #include <cstdint>
-#include <cstring>
 
 #include "tbatch/core/config.hpp"
 
@@ -119,7 +118,7 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) void stream_constant_rows(T* ou
     const index_t at = index_t(line - base);  // negative for a line starting before the output
     if (current.end <= at) {
       current = following;
-      if (described < row_count) following = describe_next(), ++described;
+      following = described < row_count ? (++described, describe_next()) : ConstantRow{};
     }
     __m512i v;
     if (current.copies && current.copy_begin <= at && at + 64 <= current.copy_end) {

@@ -321,6 +321,7 @@ void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<
     }
   };
   const index_t in_row = src_planes.strides()[rank - 2], out_row = dst_planes.strides()[rank - 2];
+#if TBATCH_CONSTANT_ROWS
   if (constant && stores == Stores::streaming && out_row == size_out &&
       size_out * index_t(sizeof(T)) >= 64 && constant_rows_supported()) {
     const index_t plane_length = ph.size_out * size_out;
@@ -348,6 +349,9 @@ void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<
         src_planes.select(rank - 1, 0).select(rank - 2, 0));
     return;
   }
+#else
+  (void)stores;  // only the streamed constant rows use it
+#endif
   auto write_plane = [&](T* out, const T* in) {
     for (index_t j = 0; j < ph.size_out; ++j) {
       T* row = out + j * out_row;
