@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -78,6 +79,22 @@ void BM_pad_into(benchmark::State& state, PadMode mode) {
   report(state);
 }
 
+/// pad_into constant with streaming stores off: the row-by-row kernel through the cache, which
+/// large constant pads used before stream_constant_rows (ops/constant_rows.hpp).
+void BM_pad_into_constant_row_kernel(benchmark::State& state) {
+  const Tensor<float> x = make_input();
+  Tensor<float> out(kOutput);
+  const index_t threshold = tbatch::streaming_stores_min_bytes();
+  tbatch::set_streaming_stores_min_bytes(std::numeric_limits<index_t>::max());
+  for (auto _ : state) {
+    tbatch::pad_into(x.view(), kPad, out.view(), PadMode::constant);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  tbatch::set_streaming_stores_min_bytes(threshold);
+  report(state);
+}
+
 /// Eigen Tensor's pad (constant zeros) into a reused row-major output.
 void BM_eigen_tensor_pad_constant(benchmark::State& state) {
   Tensor<float> x = make_input();
@@ -96,6 +113,7 @@ void BM_eigen_tensor_pad_constant(benchmark::State& state) {
 
 BENCHMARK(BM_memcpy_output_size)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_pad_into, constant, PadMode::constant)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_pad_into_constant_row_kernel)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_pad_into, reflect, PadMode::reflect)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_pad_into, replicate, PadMode::replicate)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_pad_into, circular, PadMode::circular)->Unit(benchmark::kMillisecond);

@@ -3,8 +3,8 @@
 // aligned streaming store, composed in a register by masked loads from the source rows it
 // covers, the pad value in the other lanes. pad's row-by-row kernel writes a 58-float row at a
 // 4-byte offset with line-splitting stores and the border elements one by one; on
-// (32,64,56,56) -> (32,64,58,58) floats this writer made constant pad 1.14-1.23x faster than
-// that kernel (medians of paired runs). It needs AVX-512BW (masked byte loads suppress faults
+// (32,64,56,56) -> (32,64,58,58) floats this writer made constant pad 1.10-1.28x faster than
+// that kernel (bench_pad, two runs). It needs AVX-512BW (masked byte loads suppress faults
 // on masked-off lanes, which may lie outside the source), detected at run time, so a build
 // without -mavx512bw uses it on CPUs that have it.
 
