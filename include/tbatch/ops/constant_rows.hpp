@@ -8,9 +8,11 @@
 // on masked-off lanes, which may lie outside the source), detected at run time, so a build
 // without -mavx512bw uses it on CPUs that have it.
 
+#include <array>
 #include <cstdint>
 
 #include "tbatch/core/config.hpp"
+#include "tbatch/view/streaming.hpp"
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -49,11 +51,15 @@ struct ConstantRows {
 
 #if TBATCH_CONSTANT_ROWS
 
+/// Bytes per line: streaming.hpp's line, one 512-bit register.
+inline constexpr index_t row_line_bytes = index_t(stream_line);
+static_assert(row_line_bytes == 64, "a line is one 512-bit register");
+
 /// The lanes [begin, end) of a 64-byte line (bounds clamped to the line).
 __attribute__((target("avx512f,avx512bw,bmi2"))) inline __mmask64 line_lanes(index_t begin,
                                                                              index_t end) {
-  begin = begin < 0 ? 0 : begin > 64 ? 64 : begin;
-  end = end < begin ? begin : end > 64 ? 64 : end;
+  begin = begin < 0 ? 0 : begin > row_line_bytes ? row_line_bytes : begin;
+  end = end < begin ? begin : end > row_line_bytes ? row_line_bytes : end;
   return _bzhi_u64(~std::uint64_t(0), unsigned(end)) &
          ~_bzhi_u64(~std::uint64_t(0), unsigned(begin));
 }
@@ -83,11 +89,11 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) void stream_constant_rows(T* ou
                                                                            const ConstantRows& rows,
                                                                            T value) {
   constexpr index_t elem = index_t(sizeof(T));
-  static_assert(64 % elem == 0, "elements tile a cache line");
+  static_assert(row_line_bytes % elem == 0, "elements tile a cache line");
   const index_t row_bytes = rows.row_length * elem, total = rows.planes * rows.rows * row_bytes;
-  TBATCH_ASSERT(row_bytes >= 64);
+  TBATCH_ASSERT(row_bytes >= row_line_bytes);
   if (total == 0) return;
-  T pattern[64 / elem];
+  T pattern[row_line_bytes / elem];
   for (T& p : pattern)
     p = value;
   const __m512i value_line = _mm512_loadu_si512(pattern);
@@ -113,26 +119,45 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) void stream_constant_rows(T* ou
   ConstantRow current = describe_next(),
               following = row_count > 1 ? describe_next() : ConstantRow{};
   index_t described = row_count > 1 ? 2 : 1;
-  for (std::uintptr_t line = base & ~std::uintptr_t(63); line < base + std::uintptr_t(total);
-       line += 64) {
+  for (std::uintptr_t line = base & ~std::uintptr_t(row_line_bytes - 1);
+       line < base + std::uintptr_t(total); line += row_line_bytes) {
     const index_t at = index_t(line - base);  // negative for a line starting before the output
     if (current.end <= at) {
       current = following;
       following = described < row_count ? (++described, describe_next()) : ConstantRow{};
     }
     __m512i v;
-    if (current.copies && current.copy_begin <= at && at + 64 <= current.copy_end) {
+    if (current.copies && current.copy_begin <= at && at + row_line_bytes <= current.copy_end) {
       v = _mm512_loadu_si512(reinterpret_cast<const void*>(current.bias + std::uintptr_t(at)));
     } else {
       v = current.copies ? load_copied_lanes(current, value_line, at) : value_line;
-      if (current.end < at + 64 && following.copies) v = load_copied_lanes(following, v, at);
+      if (current.end < at + row_line_bytes && following.copies)
+        v = load_copied_lanes(following, v, at);
     }
-    if (at >= 0 && at + 64 <= total)
+    if (at >= 0 && at + row_line_bytes <= total)
       _mm512_stream_si512(reinterpret_cast<__m512i*>(line), v);
     else
       _mm512_mask_storeu_epi8(reinterpret_cast<void*>(line), line_lanes(-at, total - at), v);
   }
-  _mm_sfence();
+  streaming_fence();
+}
+
+/// stream_constant_rows over a run of `planes` planes, the i-th at out + i * strides[0] and
+/// in + i * strides[1] (`rows.planes` unused): one call when the planes are contiguous in the
+/// output, else one per plane.
+template <class T>
+__attribute__((target("avx512f,avx512bw,bmi2"))) void stream_constant_planes(
+    T* out, const T* in, index_t planes, const std::array<index_t, 2>& strides, ConstantRows rows,
+    T value) {
+  rows.in_plane_stride = strides[1];
+  if (strides[0] == rows.rows * rows.row_length) {
+    rows.planes = planes;
+    stream_constant_rows(out, in, rows, value);
+    return;
+  }
+  rows.planes = 1;
+  for (index_t i = 0; i < planes; ++i)
+    stream_constant_rows(out + i * strides[0], in + i * strides[1], rows, value);
 }
 
 #endif

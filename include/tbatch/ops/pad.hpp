@@ -321,37 +321,6 @@ void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<
     }
   };
   const index_t in_row = src_planes.strides()[rank - 2], out_row = dst_planes.strides()[rank - 2];
-#if TBATCH_CONSTANT_ROWS
-  if (constant && stores == Stores::streaming && out_row == size_out &&
-      size_out * index_t(sizeof(T)) >= 64 && constant_rows_supported()) {
-    const index_t plane_length = ph.size_out * size_out;
-    ConstantRows rows;
-    rows.rows = ph.size_out;
-    rows.row_length = size_out;
-    rows.lo = lo;
-    rows.width = width;
-    rows.source_rows = source_rows.data();
-    rows.in_row_stride = in_row;
-    for_each_run(
-        "pad",
-        [&](index_t n, const std::array<index_t, 2>& stride, T* out, const T* in) {
-          rows.in_plane_stride = stride[1];
-          if (stride[0] == plane_length) {  // the run's planes are one contiguous range
-            rows.planes = n;
-            stream_constant_rows(out, in + first, rows, value);
-            return;
-          }
-          rows.planes = 1;
-          for (index_t i = 0; i < n; ++i)
-            stream_constant_rows(out + i * stride[0], in + i * stride[1] + first, rows, value);
-        },
-        dst_planes.select(rank - 1, 0).select(rank - 2, 0),
-        src_planes.select(rank - 1, 0).select(rank - 2, 0));
-    return;
-  }
-#else
-  (void)stores;  // only the streamed constant rows use it
-#endif
   auto write_plane = [&](T* out, const T* in) {
     for (index_t j = 0; j < ph.size_out; ++j) {
       T* row = out + j * out_row;
@@ -361,10 +330,25 @@ void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<
         write_row(row, in + source_rows[j] * in_row);
     }
   };
+  [[maybe_unused]] const bool streamed =
+      constant && stores == Stores::streaming && out_row == size_out &&
+      size_out * index_t(sizeof(T)) >= index_t(stream_line) && constant_rows_supported();
+  [[maybe_unused]] const ConstantRows rows{.rows = ph.size_out,
+                                           .row_length = size_out,
+                                           .lo = lo,
+                                           .width = width,
+                                           .source_rows = source_rows.data(),
+                                           .in_row_stride = in_row};
   // The engine walks the planes' first elements; each run is a line of planes.
   for_each_run(
       "pad",
       [&](index_t n, const std::array<index_t, 2>& stride, T* out, const T* in) {
+#if TBATCH_CONSTANT_ROWS
+        if (streamed) {
+          stream_constant_planes(out, in + first, n, stride, rows, value);
+          return;
+        }
+#endif
         for (index_t i = 0; i < n; ++i)
           write_plane(out + i * stride[0], in + i * stride[1]);
       },
