@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tbatch/core/dtype.hpp"
+#include "tbatch/core/word.hpp"
 #include "tbatch/view/layout.hpp"
 #include "tbatch/view/view_methods.hpp"
 
@@ -15,7 +16,8 @@ namespace tbatch {
 /// T may be const-qualified for read-only views; StridedView<T> converts to StridedView<const T>.
 template <class T>
 class StridedView : public ViewMethods<StridedView<T>> {
-  static_assert(Element<T>, "StridedView<T>: T must be one of tbatch's element types");
+  static_assert(Element<T> || detail::is_word_v<T>,
+                "StridedView<T>: T must be one of tbatch's element types");
 
  public:
   using value_type = std::remove_const_t<T>;
