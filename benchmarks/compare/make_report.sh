@@ -29,6 +29,9 @@ cpu=$(grep -m1 '^model name' /proc/cpuinfo | sed 's/^model name[^:]*: *//')
 mem=$(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
 cache=$(grep -m1 '^cache size' /proc/cpuinfo | sed 's/^cache size[^:]*: *//')
 mkdir -p "$docs/images"
+# The compile-time section is written by benchmarks/compile_time: carry it over unchanged.
+compile_time=$(sed -n '/^<!-- compile-time:begin -->$/,/^<!-- compile-time:end -->$/p' \
+  "$docs/benchmarks.md" 2>/dev/null || true)
 {
   echo "# tbatch next to libtorch, Eigen Tensor and memcpy"
   echo
@@ -49,7 +52,17 @@ mkdir -p "$docs/images"
   cat "$work/table.md"
   echo
   cat "$here/notes.md"
-} >"$docs/benchmarks.md"
+  echo
+  echo "## Compile time"
+  echo
+  if [ -n "$compile_time" ]; then
+    echo "$compile_time"
+  else
+    printf '%s\n' '<!-- compile-time:begin -->' \
+      'Not measured yet: run `cmake --workflow --preset compile-time`.' '<!-- compile-time:end -->'
+  fi
+} >"$docs/benchmarks.md.new"
+mv "$docs/benchmarks.md.new" "$docs/benchmarks.md"
 
 # Chart: rows with a bandwidth figure (bytes > 1 MB), tbatch / libtorch / Eigen of memcpy.
 awk -F, 'NR > 1 && $5 > 1e6 {

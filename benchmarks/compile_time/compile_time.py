@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""Compile-time benchmark of tbatch's headers against Eigen (and xtensor).
+
+Compiles each translation unit in tu/ with -c -o /dev/null at every -O level,
+N times, and reports per row the best compiler CPU time (user + sys), the
+ratio of that time to the Eigen row's at the same level and the peak RSS.
+From the repository root:
+
+    python3 benchmarks/compile_time/compile_time.py \
+        --markdown docs/benchmarks.md
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TU_DIR = os.path.join(HERE, "tu")
+INCLUDE_DIR = os.path.join(ROOT, "include")
+
+BASELINE = "eigen_dense"
+BEGIN_MARKER = "<!-- compile-time:begin -->"
+END_MARKER = "<!-- compile-time:end -->"
+
+# (row name = tu/<name>.cpp, what it includes and calls, header it needs or
+# None). A row with a header is skipped, with a note, when that header is not
+# on the compiler's include path.
+ROWS = [
+    ("eigen_dense", "`Eigen/Dense` + MatrixXf copy (baseline)", None),
+    ("xtensor_ones", "`xtensor/xarray.hpp` + `xt::ones`",
+     "xtensor/xarray.hpp"),
+    ("tensor", "`tbatch/core/tensor.hpp` + `Tensor(shape, value)`", None),
+    ("layouts", "`tbatch/batch/layouts.hpp` + `PackedBatch`", None),
+    ("conversions", "`tbatch/batch/conversions.hpp` + `list_to_padded`",
+     None),
+    ("pad", "`tbatch/ops/pad.hpp` + `pad`", None),
+    ("scatter", "`tbatch/ops/scatter.hpp` + `scatter`", None),
+    ("segment", "`tbatch/ops/segment.hpp` + `segment_reduce`", None),
+    ("space_to_batch",
+     "`tbatch/ops/space_to_batch.hpp` + `space_to_batch_nd`", None),
+    ("tensor_dict", "`tbatch/dict/tensor_dict.hpp` + `TensorDict`", None),
+    ("tbatch", "`tbatch/tbatch.hpp` + `list_to_padded`", None),
+]
+ROW_NAMES = [name for name, _, _ in ROWS]
+
+
+class BenchError(Exception):
+    """A failure that ends the run with a message and a non-zero status."""
+
+
+def parse_args(argv):
+    # argparse reads "--levels -O0" as two options; glue the value on so the
+    # natural spelling works.
+    fixed = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--levels" and i + 1 < len(argv):
+            fixed.append("--levels=" + argv[i + 1])
+            i += 2
+        else:
+            fixed.append(argv[i])
+            i += 1
+
+    p = argparse.ArgumentParser(
+        description="Measure the compile time and peak memory of one-call "
+                    "translation units using tbatch's headers, next to "
+                    "Eigen's.")
+    p.add_argument("--compiler", default="g++",
+                   help="C++ compiler to measure (default: g++)")
+    p.add_argument("--repeat", type=int, default=3, metavar="N",
+                   help="compiles per row and level; the best CPU time "
+                        "is kept (default: 3)")
+    p.add_argument("--only", metavar="NAME[,NAME]",
+                   help="rows to run, from: " + ", ".join(ROW_NAMES) +
+                        f" ({BASELINE} always runs: it is what the ratios "
+                        "are to)")
+    p.add_argument("--levels", default="-O0,-O2", metavar="-O0,-O2",
+                   help="optimisation levels (default: -O0,-O2)")
+    p.add_argument("--markdown", metavar="FILE",
+                   help=f"write the table into FILE between {BEGIN_MARKER} "
+                        f"and {END_MARKER} instead of printing it")
+    p.add_argument("--json", metavar="FILE",
+                   help="also write every run's raw numbers to FILE")
+    args = p.parse_args(fixed)
+
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
+    levels = []
+    for level in args.levels.split(","):
+        level = level.strip()
+        if not level:
+            continue
+        if not level.startswith("-"):
+            level = "-" + level
+        if not level.startswith("-O"):
+            p.error(f"--levels: {level!r} is not an -O level")
+        levels.append(level)
+    if not levels:
+        p.error("--levels is empty")
+    args.levels = levels
+
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in ROW_NAMES]
+        if unknown:
+            p.error("--only: unknown row(s) " + ", ".join(unknown) +
+                    "; rows are " + ", ".join(ROW_NAMES))
+        wanted.append(BASELINE)
+        args.rows = [r for r in ROWS if r[0] in wanted]
+    else:
+        args.rows = list(ROWS)
+    return args
+
+
+def eigen_include_dir():
+    try:
+        out = subprocess.run(["pkg-config", "--cflags", "eigen3"],
+                             capture_output=True, text=True, check=True)
+        for flag in shlex.split(out.stdout):
+            if flag.startswith("-I"):
+                path = flag[2:]
+                if os.path.isfile(os.path.join(path, "Eigen", "Dense")):
+                    return path
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    path = "/usr/include/eigen3"
+    if os.path.isfile(os.path.join(path, "Eigen", "Dense")):
+        return path
+    raise BenchError("Eigen 3 not found: neither `pkg-config --cflags "
+                     "eigen3` nor /usr/include/eigen3 has Eigen/Dense "
+                     "(Debian: apt-get install libeigen3-dev)")
+
+
+def compiler_version(compiler):
+    try:
+        out = subprocess.run([compiler, "--version"], capture_output=True,
+                             text=True)
+    except OSError as e:
+        raise BenchError(f"cannot run the compiler {compiler!r}: {e}")
+    if out.returncode != 0 or not out.stdout.strip():
+        raise BenchError(f"`{compiler} --version` failed:\n"
+                         f"{out.stdout}{out.stderr}")
+    return out.stdout.splitlines()[0].strip()
+
+
+def has_header(compiler, flags, header):
+    # Preprocessing a __has_include test asks the compiler itself, with the
+    # same flags, without parsing the header.
+    source = f"#if __has_include(<{header}>)\nTBATCH_FOUND\n#endif\n"
+    out = subprocess.run([compiler, "-std=c++20", *flags, "-E", "-P",
+                          "-x", "c++", "-"], input=source,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise BenchError(f"the compiler failed to preprocess a "
+                         f"__has_include test:\n{out.stdout}{out.stderr}")
+    return "TBATCH_FOUND" in out.stdout
+
+
+def load_average():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def compile_once(cmd):
+    """Runs one compile; returns its CPU seconds, user, sys, peak RSS KiB."""
+    with tempfile.TemporaryFile() as log:
+        fd = log.fileno()
+        actions = [(os.POSIX_SPAWN_DUP2, fd, 1),
+                   (os.POSIX_SPAWN_DUP2, fd, 2)]
+        try:
+            pid = os.posix_spawnp(cmd[0], cmd, os.environ,
+                                  file_actions=actions)
+        except OSError as e:
+            raise BenchError(f"cannot run {cmd[0]!r}: {e}")
+        # wait4 gives this child's own rusage: CPU time and ru_maxrss cover
+        # the driver and the cc1plus/as processes it waited for, and nothing
+        # else this script ran.
+        _, status, usage = os.wait4(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            log.seek(0)
+            output = log.read().decode(errors="replace")
+            raise BenchError(f"compile failed (exit status {code}):\n"
+                             f"  {shlex.join(cmd)}\n{output}")
+    user, system = usage.ru_utime, usage.ru_stime
+    # Linux reports ru_maxrss in KiB.
+    return user + system, user, system, usage.ru_maxrss
+
+
+def run(args):
+    eigen = eigen_include_dir()
+    include_flags = ["-I" + INCLUDE_DIR, "-I" + eigen]
+    version = compiler_version(args.compiler)
+
+    notes = []
+    rows = []
+    for name, label, header in args.rows:
+        path = os.path.join(TU_DIR, name + ".cpp")
+        if not os.path.isfile(path):
+            raise BenchError(f"missing translation unit {path}")
+        if header and not has_header(args.compiler, include_flags, header):
+            notes.append(f"{name} skipped: <{header}> not found "
+                         f"(Debian: apt-get install libxtensor-dev)")
+            continue
+        rows.append((name, label, path))
+
+    load_start = load_average()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    runs = []
+    # Rounds interleave rows and levels so that a change in machine load
+    # during the run hits the baseline and the other rows alike.
+    for rep in range(args.repeat):
+        for level in args.levels:
+            for name, _, path in rows:
+                cmd = [args.compiler, "-std=c++20", level, *include_flags,
+                       "-c", "-o", "/dev/null", path]
+                cpu, user, system, rss = compile_once(cmd)
+                runs.append({"row": name, "level": level, "repeat": rep,
+                             "cpu_s": cpu, "user_s": user, "sys_s": system,
+                             "max_rss_kib": rss})
+                print(f"[{rep + 1}/{args.repeat}] {level} {name}: "
+                      f"{cpu:.2f} s, {rss / 1024:.0f} MB", file=sys.stderr)
+    load_end = load_average()
+
+    summary = {}
+    for name, label, _ in rows:
+        mine = [r for r in runs if r["row"] == name]
+        entry = {"label": label,
+                 "max_rss_mb": max(r["max_rss_kib"] for r in mine) / 1024,
+                 "levels": {}}
+        for level in args.levels:
+            entry["levels"][level] = {
+                "best_cpu_s": min(r["cpu_s"] for r in mine
+                                  if r["level"] == level)}
+        summary[name] = entry
+    for name, entry in summary.items():
+        for level, cell in entry["levels"].items():
+            base = summary[BASELINE]["levels"][level]["best_cpu_s"]
+            cell["x_eigen"] = cell["best_cpu_s"] / base if base > 0 else None
+
+    return {
+        "compiler": args.compiler,
+        "compiler_version": version,
+        "flags": ["-std=c++20", *include_flags, "-c", "-o", "/dev/null"],
+        "levels": args.levels,
+        "repeat": args.repeat,
+        "nproc": len(os.sched_getaffinity(0)),
+        "loadavg_1min_start": load_start,
+        "loadavg_1min_end": load_end,
+        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "notes": notes,
+        "rows": summary,
+        "runs": runs,
+    }
+
+
+def table(result):
+    levels = result["levels"]
+    head = ["translation unit"]
+    for level in levels:
+        head += [f"{level} CPU s", f"{level} x Eigen"]
+    head.append("peak RSS MB")
+    lines = ["| " + " | ".join(head) + " |",
+             "|---" + "|--:" * (len(head) - 1) + "|"]
+    for name, entry in result["rows"].items():
+        cells = [f"`{name}`: {entry['label']}"]
+        for level in levels:
+            cell = entry["levels"][level]
+            ratio = cell["x_eigen"]
+            cells += [f"{cell['best_cpu_s']:.2f}",
+                      "—" if ratio is None else f"{ratio:.2f}x"]
+        cells.append(f"{entry['max_rss_mb']:.0f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(
+        f"{result['compiler_version']} (`{result['compiler']}`); "
+        f"best CPU time (user + sys) of {result['repeat']} compile(s) per "
+        f"level, max peak RSS; nproc {result['nproc']}; 1-minute load "
+        f"average {result['loadavg_1min_start']:.2f} at start, "
+        f"{result['loadavg_1min_end']:.2f} at end; {result['date']}.")
+    for note in result["notes"]:
+        lines.append("")
+        lines.append(f"Note: {note}.")
+    return "\n".join(lines) + "\n"
+
+
+def read_marked(path):
+    """Returns FILE's lines and the indexes of its begin and end markers."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines(keepends=True)
+    except OSError as e:
+        raise BenchError(f"cannot read {path}: {e}")
+    begins = [i for i, line in enumerate(lines)
+              if line.strip() == BEGIN_MARKER]
+    ends = [i for i, line in enumerate(lines) if line.strip() == END_MARKER]
+    if len(begins) != 1 or len(ends) != 1 or begins[0] > ends[0]:
+        raise BenchError(
+            f"{path} needs one line {BEGIN_MARKER} and, after it, one line "
+            f"{END_MARKER} to mark where the table goes (found "
+            f"{len(begins)} begin and {len(ends)} end marker(s)); add them "
+            f"and run again")
+    return lines, begins[0], ends[0]
+
+
+def write_markdown(path, text):
+    lines, begin, end = read_marked(path)
+    body = [line + "\n" for line in text.rstrip("\n").split("\n")]
+    with open(path, "w") as f:
+        f.writelines(lines[:begin + 1] + body + lines[end:])
+
+
+def main(argv):
+    args = parse_args(argv)
+    try:
+        # Fail on missing markers before spending minutes compiling.
+        if args.markdown:
+            read_marked(args.markdown)
+        result = run(args)
+        text = table(result)
+        if args.markdown:
+            write_markdown(args.markdown, text)
+            print(f"wrote the compile-time table to {args.markdown}",
+                  file=sys.stderr)
+        else:
+            sys.stdout.write(text)
+        if args.json:
+            try:
+                with open(args.json, "w") as f:
+                    json.dump(result, f, indent=2)
+                    f.write("\n")
+            except OSError as e:
+                raise BenchError(f"cannot write {args.json}: {e}")
+    except BenchError as e:
+        print(f"compile_time.py: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,11 @@
+// tbatch conversions: one list_to_padded.
+#include <vector>
+
+#include <tbatch/batch/conversions.hpp>
+
+int main() {
+  std::vector<tbatch::Tensor<float>> list{tbatch::Tensor<float>(tbatch::Shape{2, 3}, 1.f),
+                                          tbatch::Tensor<float>(tbatch::Shape{4, 3}, 2.f)};
+  tbatch::PaddedBatch<float> p = tbatch::list_to_padded(list, 0.f);
+  return static_cast<int>(p.data().numel());
+}
