@@ -1,5 +1,5 @@
 #pragma once
-// The twelve element types tbatch supports and their traits.
+// The twelve element types tbatch supports, their runtime tags and traits.
 
 #include <Eigen/Core>
 #include <concepts>
@@ -8,46 +8,59 @@
 #include <string_view>
 #include <type_traits>
 
+#include "tbatch/core/config.hpp"
+#include "tbatch/core/errors.hpp"
+
 namespace tbatch {
+
+// The one list of element types, in DType order: X(type, tag, name) with torch's name. Every
+// table over the element types (DType, the traits below, dispatch_dtype) is made from it.
+#define TBATCH_FOR_EACH_ELEMENT_TYPE(X)    \
+  X(float, float32, "float32")             \
+  X(double, float64, "float64")            \
+  X(Eigen::half, float16, "float16")       \
+  X(Eigen::bfloat16, bfloat16, "bfloat16") \
+  X(std::int8_t, int8, "int8")             \
+  X(std::int16_t, int16, "int16")          \
+  X(std::int32_t, int32, "int32")          \
+  X(std::int64_t, int64, "int64")          \
+  X(std::uint8_t, uint8, "uint8")          \
+  X(std::uint16_t, uint16, "uint16")       \
+  X(std::uint32_t, uint32, "uint32")       \
+  X(bool, boolean, "bool")
 
 /// Runtime tag of an element type.
 enum class DType {
-  float32,
-  float64,
-  float16,
-  bfloat16,
-  int8,
-  int16,
-  int32,
-  int64,
-  uint8,
-  uint16,
-  uint32,
-  boolean
+#define TBATCH_DTYPE_TAG(type, tag, text) tag,
+  TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DTYPE_TAG)
+#undef TBATCH_DTYPE_TAG
 };
 
 namespace detail {
 template <class T>
 struct DTypeOf;
-#define TBATCH_DTYPE(type, tag, text)              \
+#define TBATCH_DTYPE_TRAITS(type, tag, text)       \
   template <>                                      \
   struct DTypeOf<type> {                           \
     static constexpr DType value = DType::tag;     \
     static constexpr std::string_view name = text; \
   };
-TBATCH_DTYPE(float, float32, "float32")
-TBATCH_DTYPE(double, float64, "float64")
-TBATCH_DTYPE(Eigen::half, float16, "float16")
-TBATCH_DTYPE(Eigen::bfloat16, bfloat16, "bfloat16")
-TBATCH_DTYPE(std::int8_t, int8, "int8")
-TBATCH_DTYPE(std::int16_t, int16, "int16")
-TBATCH_DTYPE(std::int32_t, int32, "int32")
-TBATCH_DTYPE(std::int64_t, int64, "int64")
-TBATCH_DTYPE(std::uint8_t, uint8, "uint8")
-TBATCH_DTYPE(std::uint16_t, uint16, "uint16")
-TBATCH_DTYPE(std::uint32_t, uint32, "uint32")
-TBATCH_DTYPE(bool, boolean, "bool")
-#undef TBATCH_DTYPE
+TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DTYPE_TRAITS)
+#undef TBATCH_DTYPE_TRAITS
+
+/// Calls fn(std::type_identity<T>{}) for the element type T of `dtype`.
+template <class Fn>
+decltype(auto) dispatch_dtype(DType dtype, Fn&& fn) {
+  switch (dtype) {
+#define TBATCH_DTYPE_CASE(type, tag, text) \
+  case DType::tag:                         \
+    return fn(std::type_identity<type>{});
+    TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DTYPE_CASE)
+#undef TBATCH_DTYPE_CASE
+  }
+  fail<ValueError>("dispatch_dtype", "dtype tag ", static_cast<int>(dtype),
+                   " is not one of the twelve element types (expected 0 to 11)");
+}
 }  // namespace detail
 
 /// True for the twelve supported element types (cv-qualifiers ignored).
@@ -64,12 +77,15 @@ inline constexpr DType dtype_of = detail::DTypeOf<std::remove_cv_t<T>>::value;
 template <Element T>
 inline constexpr std::string_view dtype_name_of = detail::DTypeOf<std::remove_cv_t<T>>::name;
 
-/// Name of a DType tag.
+/// Name of a DType tag ("float32", ...); ValueError for a tag outside the enumeration.
 inline std::string_view dtype_name(DType dtype) {
-  constexpr std::string_view names[] = {"float32", "float64", "float16", "bfloat16",
-                                        "int8",    "int16",   "int32",   "int64",
-                                        "uint8",   "uint16",  "uint32",  "bool"};
-  return names[static_cast<int>(dtype)];
+  return detail::dispatch_dtype(dtype,
+                                []<class T>(std::type_identity<T>) { return dtype_name_of<T>; });
+}
+/// Size in bytes of one element of `dtype`; ValueError for a tag outside the enumeration.
+inline index_t dtype_size(DType dtype) {
+  return detail::dispatch_dtype(
+      dtype, []<class T>(std::type_identity<T>) { return static_cast<index_t>(sizeof(T)); });
 }
 inline std::ostream& operator<<(std::ostream& out, DType dtype) {
   return out << dtype_name(dtype);

@@ -1,5 +1,5 @@
 #pragma once
-// Storage<T>: a shared, Eigen-allocated (aligned) buffer of elements.
+// Storage: a shared, Eigen-allocated (aligned) buffer of bytes.
 
 #include <Eigen/Core>
 #include <cstring>
@@ -13,28 +13,27 @@
 
 namespace tbatch {
 
-/// An aligned buffer of `size()` elements, owned by whoever holds the shared_ptr to it.
-/// Allocated with Eigen's aligned allocator so Eigen maps over it can use aligned loads; large
-/// buffers are recycled through detail::BlockCache.
-template <class T>
+/// An aligned buffer of bytes, owned by whoever holds the shared_ptr to it. It has no element
+/// type: Tensor<T> and AnyTensor (whose dtype is known only at run time) share the same kind of
+/// buffer. Allocated with Eigen's aligned allocator so Eigen maps over it can use aligned loads;
+/// large buffers are recycled through detail::BlockCache.
 class Storage {
-  static_assert(std::is_trivially_copyable_v<T>, "tbatch elements are trivially copyable");
   // Only allocate() can name it, so only allocate() can construct a Storage.
   struct Private {
     explicit Private() = default;
   };
 
  public:
-  /// Uninitialised storage for `size` elements.
-  static std::shared_ptr<Storage> allocate(index_t size) {
-    const index_t bytes = detail::checked_mul(size, index_t(sizeof(T)), "Storage::allocate");
+  /// Uninitialised storage for `count` elements of `element_size` bytes.
+  static std::shared_ptr<Storage> allocate(index_t count, index_t element_size) {
+    const index_t bytes = detail::checked_mul(count, element_size, "Storage::allocate");
     // make_shared puts the Storage and its reference counts in one allocation.
-    return std::make_shared<Storage>(Private{}, bytes, size);
+    return std::make_shared<Storage>(Private{}, bytes);
   }
   /// Zero-initialised storage (all-bits-zero is 0 for every supported type).
-  static std::shared_ptr<Storage> allocate_zeroed(index_t size) {
-    auto storage = allocate(size);
-    if (size > 0) std::memset(static_cast<void*>(storage->data_), 0, size * sizeof(T));
+  static std::shared_ptr<Storage> allocate_zeroed(index_t count, index_t element_size) {
+    auto storage = allocate(count, element_size);
+    if (storage->bytes_ > 0) std::memset(storage->data_, 0, storage->bytes_);
     return storage;
   }
 
@@ -42,19 +41,17 @@ class Storage {
   Storage& operator=(const Storage&) = delete;
   ~Storage() { detail::BlockCache::instance().release(data_, bytes_); }
 
-  T* data() { return data_; }
-  const T* data() const { return data_; }
-  index_t size() const { return size_; }
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  index_t bytes() const { return static_cast<index_t>(bytes_); }
 
   /// For allocate() only (through make_shared, which needs a public constructor).
-  Storage(Private, index_t bytes, index_t size)
-      : data_(static_cast<T*>(detail::BlockCache::instance().allocate(std::size_t(bytes)))),
-        size_(size),
+  Storage(Private, index_t bytes)
+      : data_(detail::BlockCache::instance().allocate(std::size_t(bytes))),
         bytes_(std::size_t(bytes)) {}
 
  private:
-  T* data_;
-  index_t size_;
+  void* data_;
   std::size_t bytes_;
 };
 

@@ -39,7 +39,7 @@ class Tensor : public ViewMethods<Tensor<T>> {
   Tensor() : Tensor(Shape{0}) {}
   /// A zero-filled contiguous tensor of `shape` (ShapeError when its element count overflows).
   explicit Tensor(Shape shape)
-      : storage_(Storage<T>::allocate_zeroed(shape.numel())),
+      : storage_(Storage::allocate_zeroed(shape.numel(), sizeof(T))),
         layout_(layout::contiguous(std::move(shape))) {}
   /// A contiguous tensor of `shape` with every element `fill_value`.
   Tensor(Shape shape, T fill_value) : Tensor(empty(std::move(shape))) {
@@ -56,7 +56,7 @@ class Tensor : public ViewMethods<Tensor<T>> {
   /// An uninitialised contiguous tensor of `shape` (for outputs that are fully written next).
   static Tensor empty(Shape shape) {
     const index_t n = shape.numel();
-    return Tensor(Storage<T>::allocate(n), layout::contiguous(std::move(shape)));
+    return Tensor(Storage::allocate(n, sizeof(T)), layout::contiguous(std::move(shape)));
   }
   /// Same as Tensor(shape): zeros.
   static Tensor zeros(Shape shape) { return Tensor(std::move(shape)); }
@@ -85,16 +85,16 @@ class Tensor : public ViewMethods<Tensor<T>> {
   }
 
   /// Pointer to the first element of this view.
-  T* data() { return storage_->data() + layout_.offset; }
-  const T* data() const { return storage_->data() + layout_.offset; }
+  T* data() { return base() + layout_.offset; }
+  const T* data() const { return base() + layout_.offset; }
   index_t offset() const { return layout_.offset; }
   /// True when both tensors view the same buffer.
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
   /// The shared buffer itself (for wrappers such as TensorDict that track ownership).
-  const std::shared_ptr<Storage<T>>& storage() const { return storage_; }
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
 
-  StridedView<T> view() { return StridedView<T>(storage_->data(), layout_); }
-  StridedView<const T> view() const { return StridedView<const T>(storage_->data(), layout_); }
+  StridedView<T> view() { return StridedView<T>(base(), layout_); }
+  StridedView<const T> view() const { return StridedView<const T>(base(), layout_); }
 
   /// Values in row-major order.
   std::vector<T> to_vector() const {
@@ -150,8 +150,8 @@ class Tensor : public ViewMethods<Tensor<T>> {
   // Copy and move overloads: one layout copy or move less per view made (see StridedView).
   Tensor with_layout(const Layout& l) const { return Tensor(storage_, l); }
   Tensor with_layout(Layout&& l) const { return Tensor(storage_, std::move(l)); }
-  T* element_pointer() { return storage_->data(); }
-  const T* element_pointer() const { return storage_->data(); }
+  T* element_pointer() { return base(); }
+  const T* element_pointer() const { return base(); }
   Tensor copy_reshaped(const Shape& shape) const {
     Tensor out = clone();
     out.layout_ = layout::contiguous(shape);
@@ -159,10 +159,14 @@ class Tensor : public ViewMethods<Tensor<T>> {
   }
 
  private:
-  Tensor(std::shared_ptr<Storage<T>> storage, Layout&& l)
+  friend class AnyTensor;  // views its untyped storage as Tensor<T> after checking the dtype
+
+  Tensor(std::shared_ptr<Storage> storage, Layout&& l)
       : storage_(std::move(storage)), layout_(std::move(l)) {}
-  Tensor(const std::shared_ptr<Storage<T>>& storage, const Layout& l)
+  Tensor(const std::shared_ptr<Storage>& storage, const Layout& l)
       : storage_(storage), layout_(l) {}
+
+  T* base() const { return static_cast<T*>(storage_->data()); }
 
   void require_contiguous(const char* function) const {
     if (!this->is_contiguous())
@@ -182,7 +186,7 @@ class Tensor : public ViewMethods<Tensor<T>> {
   }
   index_t row_stride() const { return this->size(0) > 1 ? layout_.strides[0] : this->size(1); }
 
-  std::shared_ptr<Storage<T>> storage_;
+  std::shared_ptr<Storage> storage_;
   Layout layout_;
 };
 

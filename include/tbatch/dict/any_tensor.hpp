@@ -27,39 +27,6 @@ namespace tbatch {
 
 namespace detail {
 
-/// Calls fn(std::type_identity<T>{}) for the element type T of `dtype`.
-template <class Fn>
-decltype(auto) dispatch_dtype(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::float32:
-      return fn(std::type_identity<float>{});
-    case DType::float64:
-      return fn(std::type_identity<double>{});
-    case DType::float16:
-      return fn(std::type_identity<Eigen::half>{});
-    case DType::bfloat16:
-      return fn(std::type_identity<Eigen::bfloat16>{});
-    case DType::int8:
-      return fn(std::type_identity<std::int8_t>{});
-    case DType::int16:
-      return fn(std::type_identity<std::int16_t>{});
-    case DType::int32:
-      return fn(std::type_identity<std::int32_t>{});
-    case DType::int64:
-      return fn(std::type_identity<std::int64_t>{});
-    case DType::uint8:
-      return fn(std::type_identity<std::uint8_t>{});
-    case DType::uint16:
-      return fn(std::type_identity<std::uint16_t>{});
-    case DType::uint32:
-      return fn(std::type_identity<std::uint32_t>{});
-    case DType::boolean:
-      return fn(std::type_identity<bool>{});
-  }
-  fail<ValueError>("dispatch_dtype", "dtype tag ", static_cast<int>(dtype),
-                   " is not one of the twelve element types (expected 0 to 11)");
-}
-
 /// `value` as element type D when D can represent it: integers must be in D's range (floats are
 /// truncated toward zero first, NaN and infinities never fit), finite floats must not exceed D's
 /// largest finite value; any value converts to bool (non-zero is true). nullopt otherwise, so no
@@ -103,238 +70,260 @@ std::optional<D> convert_element(S value) {
   }
 }
 
+/// Equality and non-zero tests on an element read as a floating type or as a word (see
+/// AnyTensor::visit_compared).
+template <class E>
+bool elements_equal(const E& x, const E& y) {
+  if constexpr (is_word_v<E>)
+    return x.bits == y.bits;
+  else
+    return widen(x) == widen(y);
+}
+template <class E>
+bool is_nonzero(const E& x) {
+  if constexpr (is_word_v<E>)
+    return x.bits != 0;
+  else
+    return widen(x) != 0;
+}
+
 }  // namespace detail
 
-/// A tensor whose element type is known only at run time: a std::variant of Tensor<T> over the
-/// twelve element types. Copies share the buffer, as Tensor copies do.
+/// A tensor whose element type is known only at run time: a buffer, a layout and a DType tag.
+/// Copies share the buffer, as Tensor copies do. Operations that only move elements (views,
+/// copies, indexing, assignment) run on words of the element's size, so they are compiled once
+/// per width rather than once per dtype; typed access (get<T>) checks the dtype.
 class AnyTensor {
  public:
-  /// The alternatives are in DType order: variant().index() == static_cast<size_t>(dtype()).
-  using Variant = std::variant<Tensor<float>, Tensor<double>, Tensor<Eigen::half>,
-                               Tensor<Eigen::bfloat16>, Tensor<std::int8_t>, Tensor<std::int16_t>,
-                               Tensor<std::int32_t>, Tensor<std::int64_t>, Tensor<std::uint8_t>,
-                               Tensor<std::uint16_t>, Tensor<std::uint32_t>, Tensor<bool>>;
-
   /// An empty float32 tensor of shape {0}.
-  AnyTensor() = default;
-  // Copy and move overloads rather than one by-value parameter: one tensor move less per entry
-  // that TensorDict's per-entry walks wrap.
+  AnyTensor() : AnyTensor(Tensor<float>()) {}
   template <Element T>
-  AnyTensor(const Tensor<T>& tensor) : value_(tensor) {}
+  AnyTensor(const Tensor<T>& tensor)
+      : storage_(tensor.storage_), layout_(tensor.layout_), dtype_(dtype_of<T>) {}
   template <Element T>
-  AnyTensor(Tensor<T>&& tensor) : value_(std::move(tensor)) {}
+  AnyTensor(Tensor<T>&& tensor)
+      : storage_(std::move(tensor.storage_)),
+        layout_(std::move(tensor.layout_)),
+        dtype_(dtype_of<T>) {}
 
   /// An uninitialised contiguous tensor of `dtype` (for outputs written next).
   static AnyTensor empty(DType dtype, Shape shape) {
-    return detail::dispatch_dtype(dtype, [&]<class T>(std::type_identity<T>) {
-      return AnyTensor(Tensor<T>::empty(std::move(shape)));
-    });
+    const index_t n = shape.numel();
+    return AnyTensor(Storage::allocate(n, dtype_size(dtype)), layout::contiguous(std::move(shape)),
+                     dtype);
   }
   /// A zero-filled tensor of `dtype`.
   static AnyTensor zeros(DType dtype, Shape shape) {
-    return detail::dispatch_dtype(dtype, [&]<class T>(std::type_identity<T>) {
-      return AnyTensor(Tensor<T>(std::move(shape)));
-    });
+    const index_t n = shape.numel();
+    return AnyTensor(Storage::allocate_zeroed(n, dtype_size(dtype)),
+                     layout::contiguous(std::move(shape)), dtype);
   }
 
-  DType dtype() const { return static_cast<DType>(value_.index()); }
-  const Layout& layout() const {
-    return std::visit([](const auto& t) -> const Layout& { return t.layout(); }, value_);
-  }
-  const Shape& shape() const { return layout().shape; }
-  index_t dim() const { return layout().dim(); }
+  DType dtype() const { return dtype_; }
+  /// Bytes per element.
+  index_t element_size() const { return dtype_size(dtype_); }
+  const Layout& layout() const { return layout_; }
+  const Shape& shape() const { return layout_.shape; }
+  index_t dim() const { return layout_.dim(); }
   index_t numel() const { return shape().numel(); }
-  const Strides& strides() const { return layout().strides; }
-  bool is_contiguous() const { return layout::is_contiguous(layout()); }
+  const Strides& strides() const { return layout_.strides; }
+  bool is_contiguous() const { return layout::is_contiguous(layout_); }
 
   template <Element T>
   bool holds() const {
-    return std::holds_alternative<Tensor<T>>(value_);
+    return dtype_ == dtype_of<T>;
   }
-  /// The tensor as Tensor<T>; TypeError naming `function` when it holds another dtype.
+  /// The tensor as Tensor<T> (sharing the buffer); TypeError naming `function` when it holds
+  /// another dtype.
   template <Element T>
-  const Tensor<T>& get(const char* function = "AnyTensor::get") const {
-    if (const auto* tensor = std::get_if<Tensor<T>>(&value_)) return *tensor;
-    detail::fail<TypeError>(function, "the tensor has dtype ", dtype(), ", not the requested ",
-                            dtype_name_of<T>);
+  Tensor<T> get(const char* function = "AnyTensor::get") const {
+    if (!holds<T>())
+      detail::fail<TypeError>(function, "the tensor has dtype ", dtype_, ", not the requested ",
+                              dtype_name_of<T>);
+    return Tensor<T>(storage_, layout_);
   }
-  template <Element T>
-  const Tensor<T>* get_if() const {
-    return std::get_if<Tensor<T>>(&value_);
-  }
-  const Variant& variant() const { return value_; }
 
-  /// fn(const Tensor<T>&) or fn(Tensor<T>&) for the held dtype.
+  /// fn(const Tensor<T>&) with the tensor as its own dtype T (sharing the buffer).
   template <class Fn>
   decltype(auto) visit(Fn&& fn) const {
-    return std::visit(std::forward<Fn>(fn), value_);
-  }
-  template <class Fn>
-  decltype(auto) visit(Fn&& fn) {
-    return std::visit(std::forward<Fn>(fn), value_);
+    return detail::dispatch_dtype(dtype_, [&]<class T>(std::type_identity<T>) -> decltype(auto) {
+      return fn(static_cast<const Tensor<T>&>(Tensor<T>(storage_, layout_)));
+    });
   }
 
-  /// True when both view the same buffer (never across dtypes).
-  bool shares_storage_with(const AnyTensor& other) const {
-    return std::visit(
-        [&](const auto& t) {
-          using T = typename std::decay_t<decltype(t)>::value_type;
-          const auto* o = other.get_if<T>();
-          return o != nullptr && t.shares_storage_with(*o);
-        },
-        value_);
-  }
+  /// True when both view the same buffer.
+  bool shares_storage_with(const AnyTensor& other) const { return storage_ == other.storage_; }
 
   // --- Layout-level helpers: each rebinds the same buffer or makes a contiguous copy. ---
 
   /// The same buffer seen through `l` (the caller guarantees `l` stays inside the buffer, as
   /// every function of the layout algebra does when given this tensor's layout).
-  AnyTensor with_layout(Layout l) const {
-    return std::visit([&](const auto& t) { return AnyTensor(t.with_layout(std::move(l))); },
-                      value_);
-  }
+  AnyTensor with_layout(Layout l) const { return AnyTensor(storage_, std::move(l), dtype_); }
   /// A contiguous copy of the elements, laid out with `shape` (same element count).
   AnyTensor copy_reshaped(const Shape& shape) const {
-    return std::visit([&](const auto& t) { return AnyTensor(t.copy_reshaped(shape)); }, value_);
+    AnyTensor out = clone();
+    out.layout_ = layout::contiguous(shape);
+    return out;
   }
   /// The elements seen with fully resolved `sizes`: a view when the strides allow it, else a
   /// contiguous copy.
   AnyTensor reshaped(const std::vector<index_t>& sizes, const char* function) const {
-    if (auto viewed = layout::try_view(layout(), sizes, function)) return with_layout(*viewed);
+    if (auto viewed = layout::try_view(layout_, sizes, function)) return with_layout(*viewed);
     return copy_reshaped(Shape(sizes));
   }
   AnyTensor clone() const {
-    return std::visit([](const auto& t) { return AnyTensor(t.clone()); }, value_);
+    AnyTensor out = empty(dtype_, shape());
+    out.assign_at(out.layout_, *this, "AnyTensor::clone");
+    return out;
   }
-  AnyTensor contiguous() const {
-    return std::visit([](const auto& t) { return AnyTensor(t.contiguous()); }, value_);
-  }
+  AnyTensor contiguous() const { return is_contiguous() ? *this : clone(); }
   /// The result of a plan made by detail::plan_index for this tensor's layout: a view for basic
   /// indices, a gathered copy for index tensors and masks.
   AnyTensor index_planned(detail::IndexPlan&& plan) const {
     if (!plan.has_advanced()) return with_layout(std::move(plan.basic));
-    return std::visit([&](const auto& t) { return AnyTensor(detail::apply_index_plan(t, plan)); },
-                      value_);
+    AnyTensor out = empty(dtype_, detail::indexed_shape(plan));
+    detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
+      detail::gather_planned(words<const W>(layout_).element_pointer(), plan,
+                             out.words<W>(out.layout_));
+    });
+    return out;
   }
   /// Writes `value` (same dtype, broadcast to the indexed shape) into the elements the plan
   /// selects; TypeError / ShapeError naming `function` otherwise.
   void index_put_planned(const detail::IndexPlan& plan, const AnyTensor& value,
                          const char* function) {
-    std::visit(
-        [&](auto& t) {
-          using T = typename std::decay_t<decltype(t)>::value_type;
-          detail::put_index_plan(t, plan, value.get<T>(function), function);
-        },
-        value_);
+    value.require_dtype(dtype_, function);
+    const Shape shape = detail::indexed_shape(plan);
+    if (!layout::broadcasts_to(value.shape(), shape))
+      detail::fail<ShapeError>(function, "value of shape ", value.shape(),
+                               " cannot be broadcast to the indexed shape ", shape);
+    const Layout expanded = layout::expand(value.layout_, std::vector<index_t>(shape));
+    detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
+      detail::put_planned(words<W>(layout_).element_pointer(), plan,
+                          value.words<const W>(expanded));
+    });
   }
   /// Copies `source` (same dtype and shape) into this tensor's elements.
   void assign(const AnyTensor& source, const char* function) {
-    assign_at(layout(), source, function);
+    assign_at(layout_, source, function);
   }
   /// Copies `source` (same dtype, shape piece.shape) into the elements of this tensor's buffer
   /// that `piece` describes: a layout made from layout() by the layout algebra (a piece of a
   /// stack or cat output, say).
   void assign_at(const Layout& piece, const AnyTensor& source, const char* function) {
-    std::visit(
-        [&](auto& t) {
-          using T = typename std::decay_t<decltype(t)>::value_type;
-          const Tensor<T>& s = source.get<T>(function);
-          if (!(s.shape() == piece.shape))
-            detail::fail<ShapeError>(function, "source shape ", s.shape(),
-                                     " does not match destination shape ", piece.shape);
-          // Dense blocks in separate buffers (the pieces of stack and cat): one memcpy.
-          if (layout::is_contiguous(piece) && s.is_contiguous() && !s.shares_storage_with(t)) {
-            if (s.numel() > 0)
-              std::memcpy(static_cast<void*>(t.element_pointer() + piece.offset), s.data(),
-                          static_cast<std::size_t>(s.numel()) * sizeof(T));
-            return;
-          }
-          copy(s.view(), StridedView<T>(t.element_pointer(), piece));
-        },
-        value_);
+    source.require_dtype(dtype_, function);
+    if (!(source.shape() == piece.shape))
+      detail::fail<ShapeError>(function, "source shape ", source.shape(),
+                               " does not match destination shape ", piece.shape);
+    // Dense blocks in separate buffers (the pieces of stack and cat): one memcpy.
+    if (layout::is_contiguous(piece) && source.is_contiguous() && !shares_storage_with(source)) {
+      const index_t size = element_size();
+      if (source.numel() > 0)
+        std::memcpy(
+            static_cast<char*>(storage_->data()) + piece.offset * size,
+            static_cast<const char*>(source.storage_->data()) + source.layout_.offset * size,
+            static_cast<std::size_t>(source.numel() * size));
+      return;
+    }
+    detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
+      copy(source.words<const W>(source.layout_), words<W>(piece));
+    });
   }
   /// A copy of `source` converted to this tensor's dtype element by element; nullopt when an
   /// element does not fit (see detail::convert_element). Same dtype: `source` itself.
   template <Element S>
   std::optional<AnyTensor> converted_like(const Tensor<S>& source) const {
-    return std::visit(
-        [&](const auto& t) -> std::optional<AnyTensor> {
-          using D = typename std::decay_t<decltype(t)>::value_type;
-          if constexpr (std::is_same_v<D, S>) {
-            return AnyTensor(source);
-          } else {
-            Tensor<D> out = Tensor<D>::empty(source.shape());
-            bool fits = true;
-            for_each(
-                [&](D& o, const S& in) {
-                  const auto c = detail::convert_element<D>(in);
-                  if (c)
-                    o = *c;
-                  else
-                    fits = false;
-                },
-                out.view(), source.view());
-            if (!fits) return std::nullopt;
-            return AnyTensor(std::move(out));
-          }
-        },
-        value_);
+    return detail::dispatch_dtype(dtype_,
+                                  [&]<class D>(std::type_identity<D>) -> std::optional<AnyTensor> {
+                                    if constexpr (std::is_same_v<D, S>) {
+                                      return AnyTensor(source);
+                                    } else {
+                                      Tensor<D> out = Tensor<D>::empty(source.shape());
+                                      bool fits = true;
+                                      for_each(
+                                          [&](D& o, const S& in) {
+                                            const auto c = detail::convert_element<D>(in);
+                                            if (c)
+                                              o = *c;
+                                            else
+                                              fits = false;
+                                          },
+                                          out.view(), source.view());
+                                      if (!fits) return std::nullopt;
+                                      return AnyTensor(std::move(out));
+                                    }
+                                  });
   }
 
   /// Element-wise equality with a tensor of the same dtype and shape (TypeError / ShapeError
-  /// naming `function` otherwise). NaN equals nothing, as in operator==.
+  /// naming `function` otherwise). NaN equals nothing and -0.0 equals 0.0, as in operator==;
+  /// integers and bools are equal when their bits are.
   Tensor<bool> equal_elements(const AnyTensor& other, const char* function) const {
-    return std::visit(
-        [&](const auto& t) {
-          using T = typename std::decay_t<decltype(t)>::value_type;
-          const Tensor<T>& o = other.get<T>(function);
-          if (!(o.shape() == t.shape()))
-            detail::fail<ShapeError>(function, "shapes ", t.shape(), " and ", o.shape(), " differ");
-          Tensor<bool> out = Tensor<bool>::empty(t.shape());
-          for_each(
-              [](bool& r, const T& x, const T& y) { r = detail::widen(x) == detail::widen(y); },
-              out.view(), t.view(), o.view());
-          return out;
-        },
-        value_);
+    other.require_dtype(dtype_, function);
+    if (!(other.shape() == shape()))
+      detail::fail<ShapeError>(function, "shapes ", shape(), " and ", other.shape(), " differ");
+    Tensor<bool> out = Tensor<bool>::empty(shape());
+    visit_compared([&]<class E>(std::type_identity<E>) {
+      for_each([](bool& r, const E& x, const E& y) { r = detail::elements_equal(x, y); },
+               out.view(), words<const E>(layout_), other.words<const E>(other.layout_));
+    });
+    return out;
   }
   /// True when every element is non-zero (true for no elements).
   bool all_nonzero() const {
-    return std::visit(
-        [](const auto& t) {
-          bool all = true;
-          for_each([&](const auto& x) { all = all && detail::widen(x) != 0; }, t.view());
-          return all;
-        },
-        value_);
+    bool all = true;
+    visit_compared([&]<class E>(std::type_identity<E>) {
+      for_each([&](const E& x) { all = all && detail::is_nonzero(x); }, words<const E>(layout_));
+    });
+    return all;
   }
   /// True when some element is non-zero.
   bool any_nonzero() const {
-    return std::visit(
-        [](const auto& t) {
-          bool any = false;
-          for_each([&](const auto& x) { any = any || detail::widen(x) != 0; }, t.view());
-          return any;
-        },
-        value_);
+    bool any = false;
+    visit_compared([&]<class E>(std::type_identity<E>) {
+      for_each([&](const E& x) { any = any || detail::is_nonzero(x); }, words<const E>(layout_));
+    });
+    return any;
   }
 
-  friend std::ostream& operator<<(std::ostream& out, const AnyTensor& t) {
-    return std::visit([&](const auto& tensor) -> std::ostream& { return out << tensor; }, t.value_);
+  // A template so that only programs that print an AnyTensor compile the twelve printers.
+  template <class Char, class Traits>
+  friend std::basic_ostream<Char, Traits>& operator<<(std::basic_ostream<Char, Traits>& out,
+                                                      const AnyTensor& t) {
+    t.visit([&](const auto& tensor) { out << tensor; });
+    return out;
   }
 
  private:
-  Variant value_;
-};
+  AnyTensor(std::shared_ptr<Storage> storage, Layout&& l, DType dtype)
+      : storage_(std::move(storage)), layout_(std::move(l)), dtype_(dtype) {}
 
-static_assert(
-    std::is_same_v<
-        std::variant_alternative_t<static_cast<std::size_t>(DType::float16), AnyTensor::Variant>,
-        Tensor<Eigen::half>> &&
-        std::is_same_v<std::variant_alternative_t<static_cast<std::size_t>(DType::boolean),
-                                                  AnyTensor::Variant>,
-                       Tensor<bool>> &&
-        std::variant_size_v<AnyTensor::Variant> == 12,
-    "AnyTensor::Variant must list the element types in DType order");
+  void require_dtype(DType expected, const char* function) const {
+    if (dtype_ != expected)
+      detail::fail<TypeError>(function, "the tensor has dtype ", dtype_, ", not the expected ",
+                              expected);
+  }
+  /// The buffer seen through `l` as words of the element size W (const W for reading).
+  template <class W>
+  StridedView<W> words(const Layout& l) const {
+    return StridedView<W>(static_cast<W*>(storage_->data()), l);
+  }
+  /// Calls fn(std::type_identity<E>{}) with the type E that comparisons read elements as: the
+  /// element type itself for floating types (NaN, -0.0), a word of its size for integers and
+  /// bool, whose values are equal exactly when their bits are.
+  template <class Fn>
+  void visit_compared(Fn&& fn) const {
+    detail::dispatch_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
+      if constexpr (FloatingElement<T>)
+        fn(std::type_identity<T>{});
+      else
+        fn(std::type_identity<detail::WordOf<T>>{});
+    });
+  }
+
+  std::shared_ptr<Storage> storage_;
+  Layout layout_;
+  DType dtype_ = DType::float32;
+};
 
 }  // namespace tbatch

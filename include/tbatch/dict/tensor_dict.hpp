@@ -380,7 +380,7 @@ class TensorDict {
   Tensor<T> get(const NestedKey& key) const {
     const char* fn = "TensorDict::get";
     const AnyTensor& tensor = tensor_at(key, fn);
-    if (const Tensor<T>* t = tensor.get_if<T>()) return *t;
+    if (tensor.holds<T>()) return tensor.get<T>(fn);
     detail::fail<TypeError>(fn, "entry ", key, " has dtype ", tensor.dtype(),
                             ", not the requested ", dtype_name_of<T>);
   }
@@ -2049,8 +2049,8 @@ class RaggedTensorDict {
     return *item.tensor;
   }
   template <Element T>
-  static const Tensor<T>& typed(const Entry& entry, const NestedKey& key, const char* fn) {
-    if (const Tensor<T>* t = entry.data.get_if<T>()) return *t;
+  static Tensor<T> typed(const Entry& entry, const NestedKey& key, const char* fn) {
+    if (entry.data.holds<T>()) return entry.data.get<T>(fn);
     detail::fail<TypeError>(fn, "entry ", key, " has dtype ", entry.data.dtype(),
                             ", not the requested ", dtype_name_of<T>);
   }
@@ -2171,7 +2171,7 @@ class RaggedTensorDict {
       using T = typename std::decay_t<decltype(first)>::value_type;
       std::vector<Tensor<T>> list;
       for (const AnyTensor& t : tensors)
-        list.push_back(entry.unit_last_dim ? t.get_if<T>()->unsqueeze(-1) : *t.get_if<T>());
+        list.push_back(entry.unit_last_dim ? t.get<T>(fn).unsqueeze(-1) : t.get<T>(fn));
       if (layout == RaggedLayout::packed) {
         PackedBatch<T> batch = list_to_packed(list);
         entry.data = batch.data();

@@ -4,6 +4,7 @@
 // element offsets that the engine gathers or scatters.
 
 #include <initializer_list>
+#include <memory>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -231,44 +232,35 @@ inline Layout offsets_layout(const IndexPlan& plan, const Tensor<index_t>& offse
   return layout::expand(l, sizes);
 }
 
-/// Applies a plan made by plan_index for `source`'s layout (possibly over only its leading
-/// dims): a view sharing the buffer when the plan has basic indices only, else a contiguous copy
-/// of the gathered elements. Lets callers such as TensorDict plan once per tensor and reuse the
-/// gather that Tensor::index performs.
+/// Gathers into `out` (of indexed_shape(plan)) the elements that a plan with index tensors or
+/// masks selects from the buffer at `base` (the buffer the plan's layout describes).
 template <class T>
-Tensor<T> apply_index_plan(const Tensor<T>& source, const IndexPlan& plan) {
-  if (!plan.has_advanced()) return source.with_layout(plan.basic);
-  Tensor<T> out = Tensor<T>::empty(indexed_shape(plan));
+void gather_planned(const T* base, const IndexPlan& plan, const StridedView<T>& out) {
   const Tensor<index_t> offsets = gathered_offsets(plan);
   gather_by_offsets(
-      StridedView<const T>(source.element_pointer(), gathered_base(plan)),
+      StridedView<const T>(base, gathered_base(plan)),
       StridedView<const index_t>(offsets.element_pointer(), offsets_layout(plan, offsets)),
-      in_gathered_order(plan, out).view());
-  return out;
+      in_gathered_order(plan, out));
 }
 
-/// Writes `value`, broadcast to indexed_shape(plan), into the elements of `target` that a plan
-/// made for its layout selects; ShapeError naming `function` when the value does not broadcast.
-/// The value may alias the target (it is staged first when indices gather).
+/// Writes `source` (of indexed_shape(plan)) into the elements of the buffer at `base` that a
+/// plan made for its layout selects. The source may alias that buffer: with index tensors it
+/// is staged first, and copy() stages overlapping views itself.
 template <class T>
-void put_index_plan(Tensor<T>& target, const IndexPlan& plan, const Tensor<T>& value,
-                    const char* function) {
-  const Shape shape = indexed_shape(plan);
-  if (!layout::broadcasts_to(value.shape(), shape))
-    fail<ShapeError>(function, "value of shape ", value.shape(),
-                     " cannot be broadcast to the indexed shape ", shape);
-  const Tensor<T> source = value.expand(std::vector<index_t>(shape));
+void put_planned(T* base, const IndexPlan& plan, const StridedView<const T>& source) {
   if (!plan.has_advanced()) {
-    copy(source.view(), StridedView<T>(target.element_pointer(), plan.basic));
+    copy(source, StridedView<T>(base, plan.basic));
     return;
   }
-  const Tensor<T> staged = in_gathered_order(plan, source).clone();
+  const StridedView<const T> ordered = in_gathered_order(plan, source);
+  const auto staging = std::make_unique<T[]>(static_cast<std::size_t>(ordered.numel()));
+  const StridedView<T> staged(staging.get(), ordered.shape());
+  copy(ordered, staged);
   const Tensor<index_t> offsets = gathered_offsets(plan);
   scatter_by_offsets(
-      staged.view(),
+      StridedView<const T>(staged),
       StridedView<const index_t>(offsets.element_pointer(), offsets_layout(plan, offsets)),
-      StridedView<T>(target.element_pointer(), gathered_base(plan)),
-      [](T& target_value, const T& v) { target_value = v; });
+      StridedView<T>(base, gathered_base(plan)), [](T& target, const T& v) { target = v; });
 }
 
 }  // namespace detail
@@ -278,11 +270,8 @@ Tensor<T> Tensor<T>::index(std::initializer_list<TensorIndex> indices) const {
   const auto plan = detail::plan_index(layout_, indices, this->dim(), "index");
   if (!plan.has_advanced()) return with_layout(plan.basic);
   Tensor out = empty(detail::indexed_shape(plan));
-  const Tensor<index_t> offsets = detail::gathered_offsets(plan);
-  gather_by_offsets(StridedView<const T>(storage_->data(), detail::gathered_base(plan)),
-                    StridedView<const index_t>(offsets.data() - offsets.offset(),
-                                               detail::offsets_layout(plan, offsets)),
-                    detail::in_gathered_order(plan, out).view());
+  detail::gather_planned(reinterpret_cast<const detail::WordOf<T>*>(base()), plan,
+                         detail::as_words(out.view()));
   return out;
 }
 
@@ -293,26 +282,15 @@ void Tensor<T>::index_put(std::initializer_list<TensorIndex> indices, const Tens
   if (!layout::broadcasts_to(value.shape(), target))
     detail::fail<ShapeError>("index_put", "value of shape ", value.shape(),
                              " cannot be broadcast to the indexed shape ", target);
-  const Tensor source = value.expand(std::vector<index_t>(target));
-  if (!plan.has_advanced()) {
-    copy(source.view(), StridedView<T>(storage_->data(), plan.basic));
-    return;
-  }
-  // Stage the value first: it may alias this tensor's buffer.
-  const Tensor staged = detail::in_gathered_order(plan, source).clone();
-  const Tensor<index_t> offsets = detail::gathered_offsets(plan);
-  scatter_by_offsets(staged.view(),
-                     StridedView<const index_t>(offsets.data() - offsets.offset(),
-                                                detail::offsets_layout(plan, offsets)),
-                     StridedView<T>(storage_->data(), detail::gathered_base(plan)),
-                     [](T& target_value, const T& v) { target_value = v; });
+  detail::put_planned(reinterpret_cast<detail::WordOf<T>*>(base()), plan,
+                      detail::as_words(value.view().expand(std::vector<index_t>(target))));
 }
 
 template <class T>
 void Tensor<T>::index_fill(std::initializer_list<TensorIndex> indices, T value) {
   const auto plan = detail::plan_index(layout_, indices, this->dim(), "index_fill");
   if (!plan.has_advanced()) {
-    fill(StridedView<T>(storage_->data(), plan.basic), value);
+    fill(StridedView<T>(base(), plan.basic), value);
     return;
   }
   index_put(indices, Tensor(Shape{}, value));
