@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <tbatch/tbatch.hpp>
+#include <tbatch/core/eigen_tensor.hpp>
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #ifdef TBATCH_BENCH_WITH_TORCH

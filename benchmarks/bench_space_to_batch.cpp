@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <tbatch/tbatch.hpp>
+#include <tbatch/core/eigen_tensor.hpp>
 #include <unsupported/Eigen/CXX11/Tensor>
 
 namespace {

@@ -2,6 +2,8 @@
 
 #include "test_support.hpp"
 
+#include <tbatch/core/eigen_tensor.hpp>
+
 using namespace tbatch;
 using tbatch::testing::iota;
 using tbatch::testing::value_of;

@@ -49,6 +49,7 @@
 #include <vector>
 
 #include <tbatch/tbatch.hpp>
+#include <tbatch/core/eigen_tensor.hpp>
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #ifdef _OPENMP

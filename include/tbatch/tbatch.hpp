@@ -1,11 +1,11 @@
 #pragma once
-// Umbrella header: everything public in tbatch.
+// Umbrella header: everything public in tbatch except the optional parts, which have headers of
+// their own: tbatch/core/eigen_tensor.hpp (Eigen Tensor module interop) and tbatch/mpi.hpp.
 
 #include "tbatch/version.hpp"
 
 #include "tbatch/core/config.hpp"
 #include "tbatch/core/dtype.hpp"
-#include "tbatch/core/eigen_tensor.hpp"
 #include "tbatch/core/errors.hpp"
 #include "tbatch/core/shape.hpp"
 #include "tbatch/core/storage.hpp"
