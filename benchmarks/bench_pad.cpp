@@ -81,7 +81,7 @@ void BM_pad_into(benchmark::State& state, PadMode mode) {
 }
 
 /// pad_into constant with streaming stores off: the row-by-row kernel through the cache, which
-/// large constant pads used before stream_constant_rows (ops/constant_rows.hpp).
+/// large constant pads used before stream_constant_rows (detail/constant_rows.hpp).
 void BM_pad_into_constant_row_kernel(benchmark::State& state) {
   const Tensor<float> x = make_input();
   Tensor<float> out(kOutput);

@@ -7,13 +7,13 @@
 #include "tbatch/core/config.hpp"
 #include "tbatch/core/dtype.hpp"
 #include "tbatch/core/errors.hpp"
+#include "tbatch/core/indexing.hpp"
 #include "tbatch/core/shape.hpp"
 #include "tbatch/core/storage.hpp"
 #include "tbatch/core/tensor.hpp"
 
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/index_types.hpp"
-#include "tbatch/view/indexing.hpp"
 #include "tbatch/view/layout.hpp"
 #include "tbatch/view/strided_view.hpp"
 

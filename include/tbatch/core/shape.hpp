@@ -1,6 +1,8 @@
 #pragma once
-// Shape: the sizes of a tensor's dims, stored inline for rank <= 8.
+// Shape and Strides: the sizes of a tensor's dims and the strides of its layout, stored inline
+// for rank <= 8.
 
+#include <algorithm>
 #include <cstddef>
 #include <initializer_list>
 #include <ostream>
@@ -106,6 +108,35 @@ class Shape {
   // Copied and moved as a SmallVector: the inline array whole, the heap only past rank 8
   // (layouts are copied and moved many times per view).
   detail::SmallVector<index_t, inline_capacity> sizes_;
+};
+
+/// Strides of a layout, in elements: a small vector (no heap for rank <= 8) that converts to
+/// and compares with std::vector<index_t>, so code written against vectors keeps working.
+class Strides : public detail::SmallVector<index_t, 8> {
+  using Base = detail::SmallVector<index_t, 8>;
+
+ public:
+  using Base::Base;
+  Strides() = default;
+  Strides(std::initializer_list<index_t> values) : Base(values) {}
+  Strides(const std::vector<index_t>& values) : Base(values.begin(), values.end()) {}
+  explicit Strides(std::size_t n, index_t value = 0) : Base(n, value) {}
+
+  operator std::vector<index_t>() const { return std::vector<index_t>(begin(), end()); }
+  std::vector<index_t> to_vector() const { return *this; }
+
+  friend bool operator==(const Strides& a, const Strides& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend bool operator==(const Strides& a, const std::vector<index_t>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend std::ostream& operator<<(std::ostream& out, const Strides& strides) {
+    out << '[';
+    for (std::size_t d = 0; d < strides.size(); ++d)
+      out << (d ? ", " : "") << strides[d];
+    return out << ']';
+  }
 };
 
 }  // namespace tbatch

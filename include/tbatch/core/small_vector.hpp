@@ -8,9 +8,7 @@
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
-#include <ostream>
 #include <type_traits>
-#include <vector>
 
 #include "tbatch/core/config.hpp"
 
@@ -160,36 +158,3 @@ class SmallVector {
 };
 
 }  // namespace tbatch::detail
-
-namespace tbatch {
-
-/// Strides of a layout, in elements: a small vector (no heap for rank <= 8) that converts to
-/// and compares with std::vector<index_t>, so code written against vectors keeps working.
-class Strides : public detail::SmallVector<index_t, 8> {
-  using Base = detail::SmallVector<index_t, 8>;
-
- public:
-  using Base::Base;
-  Strides() = default;
-  Strides(std::initializer_list<index_t> values) : Base(values) {}
-  Strides(const std::vector<index_t>& values) : Base(values.begin(), values.end()) {}
-  explicit Strides(std::size_t n, index_t value = 0) : Base(n, value) {}
-
-  operator std::vector<index_t>() const { return std::vector<index_t>(begin(), end()); }
-  std::vector<index_t> to_vector() const { return *this; }
-
-  friend bool operator==(const Strides& a, const Strides& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
-  }
-  friend bool operator==(const Strides& a, const std::vector<index_t>& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
-  }
-  friend std::ostream& operator<<(std::ostream& out, const Strides& strides) {
-    out << '[';
-    for (std::size_t d = 0; d < strides.size(); ++d)
-      out << (d ? ", " : "") << strides[d];
-    return out << ']';
-  }
-};
-
-}  // namespace tbatch

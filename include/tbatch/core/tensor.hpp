@@ -134,7 +134,7 @@ class Tensor : public ViewMethods<Tensor<T>> {
   }
 
   /// Indexing with torch semantics: integers, Slice, Ellipsis, NewAxis (views); integer index
-  /// tensors and boolean masks (copies). Defined in view/indexing.hpp. IndexError for too many
+  /// tensors and boolean masks (copies). Defined in core/indexing.hpp. IndexError for too many
   /// indices, more than one Ellipsis, an index out of range or a mask of the wrong shape;
   /// ShapeError when index tensors do not broadcast together.
   Tensor index(std::initializer_list<TensorIndex> indices) const;
@@ -279,4 +279,4 @@ std::ostream& operator<<(std::ostream& out, const Tensor<T>& t) {
 
 }  // namespace tbatch
 
-#include "tbatch/view/indexing.hpp"
+#include "tbatch/core/indexing.hpp"

@@ -17,10 +17,10 @@
 
 #include "tbatch/core/dtype.hpp"
 #include "tbatch/core/errors.hpp"
+#include "tbatch/core/indexing.hpp"
 #include "tbatch/core/shape.hpp"
 #include "tbatch/core/tensor.hpp"
 #include "tbatch/view/engine.hpp"
-#include "tbatch/view/indexing.hpp"
 #include "tbatch/view/layout.hpp"
 
 namespace tbatch {

@@ -21,12 +21,12 @@
 #include "tbatch/core/checked_math.hpp"
 #include "tbatch/core/dtype.hpp"
 #include "tbatch/core/errors.hpp"
+#include "tbatch/core/indexing.hpp"
 #include "tbatch/core/shape.hpp"
 #include "tbatch/core/small_vector.hpp"
 #include "tbatch/core/tensor.hpp"
 #include "tbatch/dict/any_tensor.hpp"
 #include "tbatch/view/index_types.hpp"
-#include "tbatch/view/indexing.hpp"
 #include "tbatch/view/layout.hpp"
 
 namespace tbatch {

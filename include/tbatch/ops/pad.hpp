@@ -30,7 +30,7 @@
 #include "tbatch/core/checked_math.hpp"
 #include "tbatch/core/errors.hpp"
 #include "tbatch/core/tensor.hpp"
-#include "tbatch/ops/constant_rows.hpp"
+#include "tbatch/detail/constant_rows.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/layout.hpp"
 

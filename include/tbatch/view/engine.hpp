@@ -14,8 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include "tbatch/core/shape.hpp"
 #include "tbatch/core/small_vector.hpp"
-#include "tbatch/view/streaming.hpp"
+#include "tbatch/detail/streaming.hpp"
 #include "tbatch/view/strided_view.hpp"
 
 namespace tbatch {

@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "tbatch/core/config.hpp"
-#include "tbatch/view/streaming.hpp"
+#include "tbatch/detail/streaming.hpp"
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
