@@ -1,0 +1,356 @@
+#pragma once
+// RaggedTensorDict: TensorDicts whose entries may differ in shape, stacked along a new first
+// batch dim by TensorDict::stack_ragged (defined here) into dense tensors and padded or packed
+// batches.
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tbatch/batch/conversions.hpp"
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/core/dtype.hpp"
+#include "tbatch/core/errors.hpp"
+#include "tbatch/core/shape.hpp"
+#include "tbatch/core/tensor.hpp"
+#include "tbatch/dict/any_tensor.hpp"
+#include "tbatch/dict/keys.hpp"
+#include "tbatch/dict/tensor_dict.hpp"
+#include "tbatch/view/layout.hpp"
+
+namespace tbatch {
+
+/// TensorDicts stacked along a new first batch dim by TensorDict::stack_ragged, whose entries
+/// may differ in shape between them. batch_size() has -1 for the dims whose size differs.
+/// Dense entries are stacked tensors; ragged entries are a PaddedBatch or PackedBatch whose
+/// element i is the entry of TensorDict i. Those batches share the last dim (kaolin's layouts):
+/// a ragged entry whose last dim differs too (one without feature dims, say) gets a trailing
+/// dim of size 1 in its padded and packed forms; to_list and element(i) give the tensors as
+/// they were. Immutable; element(i) gives TensorDict i back.
+class RaggedTensorDict {
+ public:
+  /// The number of stacked TensorDicts, then each batch dim's size, -1 where they differ.
+  const std::vector<index_t>& batch_size() const { return batch_size_; }
+  index_t batch_dims() const { return static_cast<index_t>(batch_size_.size()); }
+  /// The number of stacked TensorDicts.
+  index_t size() const { return batch_size_[0]; }
+  RaggedLayout layout() const { return layout_; }
+  /// The batch size of stacked TensorDict i.
+  const Shape& batch_size_of(index_t i) const {
+    detail::check_element_index(i, size(), "RaggedTensorDict::batch_size_of");
+    return element_batch_sizes_[i];
+  }
+
+  std::vector<std::string> keys() const {
+    std::vector<std::string> out;
+    for (const Item& item : items_)
+      out.push_back(item.key);
+    return out;
+  }
+  bool contains(const NestedKey& key) const {
+    if (key.empty())
+      detail::fail<KeyError>("RaggedTensorDict::contains",
+                             "the key is an empty path; expected at least one string");
+    const RaggedTensorDict* dict = this;
+    for (std::size_t i = 0; i + 1 < key.size(); ++i) {
+      const Item* item = dict->find(key[i]);
+      if (item == nullptr || !item->dict) return false;
+      dict = item->dict.get();
+    }
+    return dict->find(key.back()) != nullptr;
+  }
+  bool is_dict(const NestedKey& key) const {
+    return item_at(key, "RaggedTensorDict::is_dict").dict != nullptr;
+  }
+  /// True when the tensor entry at `key` differs in shape between the stacked TensorDicts.
+  bool is_ragged(const NestedKey& key) const {
+    return entry_at(key, "RaggedTensorDict::is_ragged").ragged;
+  }
+  DType dtype(const NestedKey& key) const {
+    return entry_at(key, "RaggedTensorDict::dtype").data.dtype();
+  }
+  /// A dense entry: the stacked tensor. ShapeError for a ragged entry.
+  template <Element T>
+  Tensor<T> get(const NestedKey& key) const {
+    const char* fn = "RaggedTensorDict::get";
+    const Entry& entry = entry_at(key, fn);
+    if (entry.ragged)
+      detail::fail<ShapeError>(fn, "entry ", key,
+                               " differs in shape between the stacked TensorDicts; use "
+                               "to_padded, to_packed or to_list");
+    return typed<T>(entry, key, fn);
+  }
+  /// The entry as a padded batch (a view of the stored batch when it is padded with
+  /// `padding_value` already, or dense).
+  template <Element T>
+  PaddedBatch<T> to_padded(const NestedKey& key, T padding_value = T(0)) const {
+    const char* fn = "RaggedTensorDict::to_padded";
+    const Entry& entry = entry_at(key, fn);
+    const Tensor<T>& data = typed<T>(entry, key, fn);
+    if (!entry.ragged) return tbatch::to_padded(exact(data, key, fn), padding_value);
+    if (layout_ == RaggedLayout::packed)
+      return tbatch::to_padded(PackedBatch<T>(data, entry.shape_per_tensor, entry.first_idx),
+                               padding_value);
+    PaddedBatch<T> stored(data, entry.shape_per_tensor);
+    if (detail::widen(padding_value) == detail::widen(T(0))) return stored;
+    return tbatch::to_padded(stored, padding_value);
+  }
+  /// The entry as a packed batch (a view of the stored batch when it is packed).
+  template <Element T>
+  PackedBatch<T> to_packed(const NestedKey& key) const {
+    const char* fn = "RaggedTensorDict::to_packed";
+    const Entry& entry = entry_at(key, fn);
+    const Tensor<T>& data = typed<T>(entry, key, fn);
+    if (!entry.ragged) return tbatch::to_packed(exact(data, key, fn));
+    if (layout_ == RaggedLayout::packed)
+      return PackedBatch<T>(data, entry.shape_per_tensor, entry.first_idx);
+    return tbatch::to_packed(PaddedBatch<T>(data, entry.shape_per_tensor));
+  }
+  /// The entry of each stacked TensorDict (views).
+  template <Element T>
+  std::vector<Tensor<T>> to_list(const NestedKey& key) const {
+    const char* fn = "RaggedTensorDict::to_list";
+    const Entry& entry = entry_at(key, fn);
+    const Tensor<T>& data = typed<T>(entry, key, fn);
+    std::vector<Tensor<T>> out;
+    for (index_t i = 0; i < size(); ++i)
+      out.push_back(element_of<T>(entry, data, i));
+    return out;
+  }
+  /// A nested RaggedTensorDict.
+  RaggedTensorDict get_dict(const NestedKey& key) const {
+    const char* fn = "RaggedTensorDict::get_dict";
+    const Item& item = item_at(key, fn);
+    if (!item.dict)
+      detail::fail<TypeError>(fn, "entry ", key, " is a tensor, not a nested RaggedTensorDict");
+    return *item.dict;
+  }
+  /// Stacked TensorDict i (its tensors view this RaggedTensorDict's data).
+  TensorDict element(index_t i) const {
+    detail::check_element_index(i, size(), "RaggedTensorDict::element");
+    TensorDict out(element_batch_sizes_[i]);
+    for (const Item& item : items_) {
+      if (item.dict) {
+        out.set(item.key, item.dict->element(i));
+        continue;
+      }
+      const Entry& entry = *item.tensor;
+      out.set(item.key, entry.data.visit([&](const auto& data) {
+        using T = typename std::decay_t<decltype(data)>::value_type;
+        return AnyTensor(element_of<T>(entry, data, i));
+      }));
+    }
+    return out;
+  }
+  /// Every stacked TensorDict.
+  std::vector<TensorDict> unbind() const {
+    std::vector<TensorDict> out;
+    for (index_t i = 0; i < size(); ++i)
+      out.push_back(element(i));
+    return out;
+  }
+
+ private:
+  friend class TensorDict;
+
+  struct Entry {
+    bool ragged = false;
+    AnyTensor data;                    // dense: the stacked tensor; ragged: the batch's data
+    Tensor<index_t> shape_per_tensor;  // ragged entries
+    Tensor<index_t> first_idx;         // ragged entries of a packed RaggedTensorDict
+    bool unit_last_dim = false;        // the batch's elements are the tensors + a dim of size 1
+  };
+  struct Item {
+    std::string key;
+    std::optional<Entry> tensor;
+    std::shared_ptr<const RaggedTensorDict> dict;
+  };
+
+  const Item* find(const std::string& key) const {
+    for (const Item& item : items_)
+      if (item.key == key) return &item;
+    return nullptr;
+  }
+  const Item& item_at(const NestedKey& key, const char* fn) const {
+    if (key.empty())
+      detail::fail<KeyError>(fn, "the key is an empty path; expected at least one string");
+    const RaggedTensorDict* dict = this;
+    for (std::size_t i = 0;; ++i) {
+      const Item* item = dict->find(key[i]);
+      if (item == nullptr)
+        detail::fail<KeyError>(fn, "key ", key, " not found in RaggedTensorDict with keys ",
+                               detail::KeysText{dict->keys()});
+      if (i + 1 == key.size()) return *item;
+      if (!item->dict)
+        detail::fail<KeyError>(fn, "key ", key, " not found: '", key[i],
+                               "' is a tensor, not a nested RaggedTensorDict");
+      dict = item->dict.get();
+    }
+  }
+  const Entry& entry_at(const NestedKey& key, const char* fn) const {
+    const Item& item = item_at(key, fn);
+    if (!item.tensor)
+      detail::fail<TypeError>(fn, "entry ", key,
+                              " is a nested RaggedTensorDict, not a tensor; use get_dict");
+    return *item.tensor;
+  }
+  template <Element T>
+  static Tensor<T> typed(const Entry& entry, const NestedKey& key, const char* fn) {
+    if (entry.data.holds<T>()) return entry.data.get<T>(fn);
+    detail::fail<TypeError>(fn, "entry ", key, " has dtype ", entry.data.dtype(),
+                            ", not the requested ", dtype_name_of<T>);
+  }
+  template <Element T>
+  static ExactBatch<T> exact(const Tensor<T>& data, const NestedKey& key, const char* fn) {
+    if (data.dim() < 2)
+      detail::fail<ShapeError>(fn, "entry ", key, " holds 0-d tensors (stacked shape ",
+                               data.shape(),
+                               "); padded and packed batches need elements of "
+                               "rank >= 1");
+    return ExactBatch<T>(data);
+  }
+  template <Element T>
+  Tensor<T> element_of(const Entry& entry, const Tensor<T>& data, index_t i) const {
+    if (!entry.ragged) return data.select(0, i);
+    const Tensor<T> element =
+        layout_ == RaggedLayout::packed
+            ? PackedBatch<T>(data, entry.shape_per_tensor, entry.first_idx).element(i)
+            : PaddedBatch<T>(data, entry.shape_per_tensor).element(i);
+    return entry.unit_last_dim ? element.select(-1, 0) : element;
+  }
+
+  /// Builds the stack of `parts` (keys, kinds and batch_dims checked here; `path` locates
+  /// nested ones in messages).
+  static RaggedTensorDict stacked(const std::vector<const TensorDict*>& parts, RaggedLayout layout,
+                                  const char* fn, detail::KeyPath& path) {
+    const TensorDict& first = *parts[0];
+    RaggedTensorDict out;
+    out.layout_ = layout;
+    out.batch_size_.push_back(static_cast<index_t>(parts.size()));
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i]->batch_dims() != first.batch_dims())
+        detail::fail<ShapeError>(fn, "tds[", i, "] has batch_size ", parts[i]->batch_size(),
+                                 " but tds[0] has ", first.batch_size(), detail::Where{path, "at"},
+                                 "; stacking needs the same number of batch dims");
+      out.element_batch_sizes_.push_back(parts[i]->batch_size());
+    }
+    for (index_t d = 0; d < first.batch_dims(); ++d) {
+      index_t size = first.batch_size()[d];
+      for (const TensorDict* part : parts)
+        if (part->batch_size()[d] != size) size = -1;
+      out.batch_size_.push_back(size);
+    }
+    const std::vector<std::string> keys = first.keys();
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+      const std::vector<std::string> other = parts[i]->keys();
+      bool same = other.size() == keys.size();
+      for (std::size_t j = 0; same && j < keys.size(); ++j)
+        same = parts[i]->contains(keys[j]);
+      if (!same)
+        detail::fail<KeyError>(fn, "got keys ", detail::KeysText{keys}, " and ",
+                               detail::KeysText{other}, " which are incompatible (tds[0] and tds[",
+                               i, "]", detail::Where{path, "at"},
+                               "); every TensorDict must have the same keys");
+    }
+    for (const std::string& key : keys) {
+      path.push(key);
+      Item item;
+      item.key = key;
+      const bool nested = first.is_dict(key);
+      for (std::size_t i = 1; i < parts.size(); ++i)
+        if (parts[i]->is_dict(key) != nested)
+          detail::fail<TypeError>(fn, "entry ", path, " is a ",
+                                  nested ? "nested TensorDict" : "tensor", " in tds[0] but a ",
+                                  nested ? "tensor" : "nested TensorDict", " in tds[", i, "]");
+      if (nested) {
+        std::vector<TensorDict> children;
+        for (const TensorDict* part : parts)
+          children.push_back(part->get_dict(key));
+        std::vector<const TensorDict*> child_parts;
+        for (const TensorDict& child : children)
+          child_parts.push_back(&child);
+        item.dict =
+            std::make_shared<const RaggedTensorDict>(stacked(child_parts, layout, fn, path));
+      } else {
+        std::vector<AnyTensor> tensors;
+        for (const TensorDict* part : parts)
+          tensors.push_back(part->get_any(key));
+        item.tensor = stacked_entry(tensors, layout, fn, path);
+      }
+      out.items_.push_back(std::move(item));
+      path.pop();
+    }
+    return out;
+  }
+  static Entry stacked_entry(const std::vector<AnyTensor>& tensors, RaggedLayout layout,
+                             const char* fn, const detail::KeyPath& path) {
+    const AnyTensor& head = tensors[0];
+    bool same_shape = true;
+    for (std::size_t i = 1; i < tensors.size(); ++i) {
+      const AnyTensor& t = tensors[i];
+      if (t.dtype() != head.dtype())
+        detail::fail<TypeError>(fn, "entry ", path, " has dtype ", t.dtype(), " in tds[", i,
+                                "] but ", head.dtype(), " in tds[0]; expected the same dtype");
+      same_shape = same_shape && t.shape() == head.shape();
+    }
+    Entry entry;
+    if (same_shape) {
+      Shape shape = head.shape();
+      shape.insert(0, static_cast<index_t>(tensors.size()));
+      entry.data = AnyTensor::empty(head.dtype(), shape);
+      for (std::size_t i = 0; i < tensors.size(); ++i)
+        entry.data.assign_at(layout::select(entry.data.layout(), 0, static_cast<index_t>(i)),
+                             tensors[i], fn);
+      return entry;
+    }
+    for (std::size_t i = 1; i < tensors.size(); ++i) {
+      const Shape& shape = tensors[i].shape();
+      if (shape.size() != head.shape().size())
+        detail::fail<ShapeError>(fn, "entry ", path, " has shape ", shape, " in tds[", i, "] but ",
+                                 head.shape(),
+                                 " in tds[0]; a ragged entry needs one rank in every TensorDict");
+      // Padded and packed batches share the last dim: without one, add a dim of size 1.
+      entry.unit_last_dim = entry.unit_last_dim || shape.back() != head.shape().back();
+    }
+    entry.ragged = true;
+    head.visit([&](const auto& first) {
+      using T = typename std::decay_t<decltype(first)>::value_type;
+      std::vector<Tensor<T>> list;
+      for (const AnyTensor& t : tensors)
+        list.push_back(entry.unit_last_dim ? t.get<T>(fn).unsqueeze(-1) : t.get<T>(fn));
+      if (layout == RaggedLayout::packed) {
+        PackedBatch<T> batch = list_to_packed(list);
+        entry.data = batch.data();
+        entry.shape_per_tensor = batch.shape_per_tensor();
+        entry.first_idx = batch.first_idx();
+      } else {
+        PaddedBatch<T> batch = list_to_padded(list, T(0));
+        entry.data = batch.data();
+        entry.shape_per_tensor = batch.shape_per_tensor();
+      }
+    });
+    return entry;
+  }
+
+  std::vector<index_t> batch_size_;
+  std::vector<Shape> element_batch_sizes_;
+  RaggedLayout layout_ = RaggedLayout::padded;
+  std::vector<Item> items_;
+};
+
+inline RaggedTensorDict TensorDict::stack_ragged(const std::vector<TensorDict>& tds,
+                                                 RaggedLayout layout) {
+  const char* fn = "TensorDict::stack_ragged";
+  if (tds.empty()) detail::fail<ValueError>(fn, "expected a non-empty list of TensorDicts");
+  std::vector<const TensorDict*> parts;
+  for (const TensorDict& td : tds)
+    parts.push_back(&td);
+  detail::KeyPath path;
+  return RaggedTensorDict::stacked(parts, layout, fn, path);
+}
+
+}  // namespace tbatch

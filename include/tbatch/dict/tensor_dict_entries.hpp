@@ -1,0 +1,326 @@
+#pragma once
+// TensorDict's bookkeeping, declared in dict/tensor_dict.hpp: looking entries up by key or
+// path, setting, filtering and merging them, and checking batch sizes, dims and names.
+
+#include <algorithm>
+#include <cstddef>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tbatch/core/checked_math.hpp"
+#include "tbatch/core/errors.hpp"
+#include "tbatch/core/shape.hpp"
+#include "tbatch/dict/any_tensor.hpp"
+#include "tbatch/dict/keys.hpp"
+#include "tbatch/dict/tensor_dict.hpp"
+
+namespace tbatch {
+
+// ---- lookup
+
+inline const TensorDict::Value* TensorDict::find(const std::string& key) const {
+  for (const Item& item : entries_)
+    if (item.first == key) return &item.second;
+  return nullptr;
+}
+
+inline TensorDict::Value* TensorDict::find(const std::string& key) {
+  for (Item& item : entries_)
+    if (item.first == key) return &item.second;
+  return nullptr;
+}
+
+inline void TensorDict::check_key(const NestedKey& key, const char* fn) {
+  if (key.empty())
+    detail::fail<KeyError>(fn, "the key is an empty path; expected at least one string");
+}
+
+inline NestedKey TensorDict::prefix_of(const NestedKey& key, std::size_t length) {
+  return NestedKey(std::vector<std::string>(key.parts().begin(), key.parts().begin() + length));
+}
+
+inline const TensorDict::Value* TensorDict::lookup(const NestedKey& key) const {
+  const TensorDict* dict = this;
+  for (std::size_t i = 0; i + 1 < key.size(); ++i) {
+    const Value* value = dict->find(key[i]);
+    if (value == nullptr || value->is_tensor()) return nullptr;
+    dict = &value->dict();
+  }
+  return dict->find(key.back());
+}
+
+inline const TensorDict::Value& TensorDict::lookup_or_throw(const NestedKey& key,
+                                                            const char* fn) const {
+  check_key(key, fn);
+  const TensorDict* dict = this;
+  for (std::size_t i = 0;; ++i) {
+    const Value* value = dict->find(key[i]);
+    if (value == nullptr) {
+      if (i == 0)
+        detail::fail<KeyError>(fn, "key ", key, " not found in TensorDict with keys ",
+                               detail::KeysText{dict->keys()});
+      detail::fail<KeyError>(fn, "key ", key, " not found: the nested TensorDict ",
+                             prefix_of(key, i), " has keys ", detail::KeysText{dict->keys()});
+    }
+    if (i + 1 == key.size()) return *value;
+    if (value->is_tensor())
+      detail::fail<KeyError>(fn, "key ", key, " not found: ", prefix_of(key, i + 1),
+                             " is a tensor, not a nested TensorDict");
+    dict = &value->dict();
+  }
+}
+
+inline const AnyTensor& TensorDict::tensor_at(const NestedKey& key, const char* fn) const {
+  const Value& value = lookup_or_throw(key, fn);
+  if (!value.is_tensor())
+    detail::fail<TypeError>(fn, "entry ", key,
+                            " is a nested TensorDict, not a tensor; use get_dict");
+  return value.tensor();
+}
+
+// ---- setting
+
+inline const TensorDict& TensorDict::check_set_path(const NestedKey& key, const char* fn) const {
+  check_key(key, fn);
+  const TensorDict* dict = this;
+  for (std::size_t i = 0; i + 1 < key.size(); ++i) {
+    const Value* value = dict->find(key[i]);
+    if (value == nullptr) {
+      if (dict->locked_)
+        detail::fail<KeyError>(fn, "cannot add key ", key, " to a locked TensorDict (",
+                               prefix_of(key, i + 1), " would be created); call unlock_() first");
+      return *dict;
+    }
+    if (value->is_tensor())
+      detail::fail<TypeError>(fn, "cannot set key ", key, ": ", prefix_of(key, i + 1),
+                              " is a tensor, not a nested TensorDict");
+    dict = &value->dict();
+  }
+  if (dict->locked_ && dict->find(key.back()) == nullptr)
+    detail::fail<KeyError>(fn, "cannot add key ", key,
+                           " to a locked TensorDict; call unlock_() first");
+  return *dict;
+}
+
+inline TensorDict& TensorDict::holder_for_set(const NestedKey& key) {
+  TensorDict* dict = this;
+  for (std::size_t i = 0; i + 1 < key.size(); ++i) {
+    Value* value = dict->find(key[i]);
+    if (value == nullptr) {
+      TensorDict created;
+      created.batch_size_ = dict->batch_size_;
+      created.names_ = dict->names_;
+      dict->entries_.emplace_back(key[i], Value(std::move(created)));
+      value = &dict->entries_.back().second;
+    }
+    dict = &value->dict();
+  }
+  return *dict;
+}
+
+inline void TensorDict::put(const std::string& key, Value value) {
+  if (Value* existing = find(key))
+    *existing = std::move(value);
+  else
+    entries_.emplace_back(key, std::move(value));
+}
+
+inline void TensorDict::set_tensor(const NestedKey& key, AnyTensor value, const char* fn) {
+  const TensorDict& holder = check_set_path(key, fn);
+  if (!detail::starts_with(value.shape(), holder.batch_size_))
+    detail::fail<ShapeError>(fn, "batch dimension mismatch, got batch_size=", holder.batch_size_,
+                             " and value.shape=", value.shape(), " for key ", key,
+                             ". The leading dimensions of a value must match the batch size.");
+  holder_for_set(key).put(key.back(), Value(std::move(value)));
+}
+
+inline void TensorDict::set_dict(const NestedKey& key, TensorDict value, const char* fn) {
+  const TensorDict& holder = check_set_path(key, fn);
+  if (!detail::starts_with(value.batch_size_, holder.batch_size_))
+    detail::fail<ShapeError>(fn, "batch dimension mismatch, got batch_size=", holder.batch_size_,
+                             " and value.batch_size=", value.batch_size_, " for key ", key,
+                             ". A nested TensorDict's batch size must start with its "
+                             "parent's.");
+  std::copy(holder.names_.begin(), holder.names_.end(), value.names_.begin());
+  check_unique_names(value.names_, fn);
+  value.propagate_names(fn);
+  TensorDict& target = holder_for_set(key);
+  if (target.locked_) value.set_locked(true);
+  target.put(key.back(), Value(std::move(value)));
+}
+
+inline void TensorDict::set_value(const std::string& key, const Value& value, const char* fn) {
+  if (value.is_tensor())
+    set_tensor(key, value.tensor(), fn);
+  else
+    set_dict(key, value.dict(), fn);
+}
+
+inline void TensorDict::update_at(const TensorDict& other, std::vector<std::string>& prefix) {
+  for (const auto& [key, value] : other.entries_) {
+    prefix.push_back(key);
+    const NestedKey full(prefix);
+    const Value* mine = lookup(full);
+    if (value.is_dict() && mine != nullptr && mine->is_dict())
+      update_at(value.dict(), prefix);
+    else if (value.is_tensor())
+      set_tensor(full, value.tensor(), "TensorDict::update");
+    else
+      set_dict(full, value.dict(), "TensorDict::update");
+    prefix.pop_back();
+  }
+}
+
+inline void TensorDict::set_locked(bool locked) {
+  locked_ = locked;
+  for (Item& item : entries_)
+    if (item.second.is_dict()) item.second.dict().set_locked(locked);
+}
+
+inline void TensorDict::collect_keys(bool include_nested, bool leaves_only,
+                                     std::vector<std::string>& prefix,
+                                     std::vector<NestedKey>& out) const {
+  for (const auto& [key, value] : entries_) {
+    prefix.push_back(key);
+    if (value.is_tensor() || !leaves_only) out.emplace_back(prefix);
+    if (value.is_dict() && include_nested)
+      value.dict().collect_keys(include_nested, leaves_only, prefix, out);
+    prefix.pop_back();
+  }
+}
+
+inline TensorDict TensorDict::filtered(const std::vector<const std::vector<std::string>*>& paths,
+                                       std::size_t depth, bool keep) const {
+  TensorDict out;
+  out.batch_size_ = batch_size_;
+  out.names_ = names_;
+  for (const auto& [key, value] : entries_) {
+    bool whole = false;
+    std::vector<const std::vector<std::string>*> deeper;
+    for (const auto* path : paths) {
+      if ((*path)[depth] != key) continue;
+      if (path->size() == depth + 1)
+        whole = true;
+      else
+        deeper.push_back(path);
+    }
+    if (whole) {
+      if (keep) out.entries_.emplace_back(key, value);
+    } else if (!deeper.empty() && value.is_dict()) {
+      out.entries_.emplace_back(key, Value(value.dict().filtered(deeper, depth + 1, keep)));
+    } else if (!keep) {
+      out.entries_.emplace_back(key, value);
+    }
+  }
+  return out;
+}
+
+// ---- batch size and names helpers
+
+inline void TensorDict::checked_numel(const Shape& shape, const char* fn) {
+  index_t n = 1;
+  for (index_t s : shape)
+    n = detail::checked_mul(n, s, fn);
+}
+
+inline index_t TensorDict::normalize_dim(index_t dim, index_t rank, const char* fn,
+                                         const char* argument) const {
+  if (dim >= -rank && dim < rank) return dim < 0 ? dim + rank : dim;
+  if (rank == 0)
+    detail::fail<IndexError>(fn, argument, " ", dim,
+                             " is given but the TensorDict has batch_dims==0, so it has no "
+                             "batch dim to use");
+  detail::fail<IndexError>(fn, argument, " ", dim, " is out of range (expected ", -rank, " to ",
+                           rank - 1, " for batch_dims ", batch_dims(), ")");
+}
+
+inline void TensorDict::check_unique_names(const Names& names, const char* fn) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    for (std::size_t j = i + 1; j < names.size(); ++j)
+      if (names[i] && names[j] && *names[i] == *names[j])
+        detail::fail<ValueError>(fn, "name '", *names[i], "' is given to batch dims ", i, " and ",
+                                 j, "; names must be unique");
+}
+
+inline TensorDict::Names TensorDict::checked_names(Names names, index_t batch_dims, const char* fn,
+                                                   bool empty_means_unnamed) {
+  if (names.empty() && empty_means_unnamed) return Names(batch_dims);
+  if (static_cast<index_t>(names.size()) != batch_dims)
+    detail::fail<ValueError>(fn, "got ", names.size(), " names ", detail::NamesText{names},
+                             " for batch_dims ", batch_dims,
+                             "; expected one name (or std::nullopt) per batch dim");
+  check_unique_names(names, fn);
+  return names;
+}
+
+inline void TensorDict::propagate_names(const char* fn) {
+  for (Item& item : entries_) {
+    if (!item.second.is_dict()) continue;
+    TensorDict& child = item.second.dict();
+    std::copy(names_.begin(), names_.end(), child.names_.begin());
+    check_unique_names(child.names_, fn);
+    child.propagate_names(fn);
+  }
+}
+
+inline TensorDict::Names TensorDict::expand_name_pattern(std::initializer_list<DimName> pattern,
+                                                         const char* fn) const {
+  const index_t bd = batch_dims();
+  index_t ellipses = 0, named = 0;
+  for (const DimName& p : pattern)
+    (p.is_ellipsis() ? ellipses : named) += 1;
+  if (ellipses > 1)
+    detail::fail<ValueError>(fn, "names can contain at most one Ellipsis, got ", ellipses);
+  if (ellipses == 0 && named != bd)
+    detail::fail<ValueError>(fn, "got ", named, " names for batch_dims ", bd,
+                             "; expected one name (or std::nullopt) per batch dim");
+  if (named > bd)
+    detail::fail<ValueError>(fn, "got ", named, " names besides the Ellipsis for batch_dims ", bd,
+                             "; expected at most ", bd);
+  Names out;
+  for (const DimName& p : pattern) {
+    if (!p.is_ellipsis()) {
+      out.push_back(p.name());
+      continue;
+    }
+    for (index_t k = 0; k < bd - named; ++k)
+      out.push_back(names_[out.size()]);
+  }
+  return out;
+}
+
+inline TensorDict TensorDict::renamed(Names names, const char* fn) const {
+  check_unique_names(names, fn);
+  TensorDict out = *this;
+  out.names_ = std::move(names);
+  out.propagate_names(fn);
+  return out;
+}
+
+inline void TensorDict::fit_batch_size(std::optional<index_t> cap) {
+  std::optional<Shape> common;
+  for (Item& item : entries_) {
+    if (item.second.is_dict()) item.second.dict().fit_batch_size(cap);
+    const Shape& shape =
+        item.second.is_tensor() ? item.second.tensor().shape() : item.second.dict().batch_size_;
+    if (!common) {
+      common = shape;
+      continue;
+    }
+    std::size_t length = 0;
+    while (length < common->size() && length < shape.size() && (*common)[length] == shape[length])
+      ++length;
+    *common = Shape(common->begin(), common->begin() + length);
+  }
+  Shape batch = common ? std::move(*common) : batch_size_;
+  if (cap && static_cast<index_t>(batch.size()) > *cap)
+    batch = Shape(batch.begin(), batch.begin() + *cap);
+  names_.resize(batch.size());
+  batch_size_ = std::move(batch);
+  propagate_names("TensorDict::auto_batch_size_");
+}
+
+}  // namespace tbatch
