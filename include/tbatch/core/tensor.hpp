@@ -37,16 +37,18 @@ class Tensor : public ViewMethods<Tensor<T>> {
 
   /// An empty tensor of shape {0}.
   Tensor() : Tensor(Shape{0}) {}
-  /// A zero-filled contiguous tensor of `shape` (ShapeError when its element count overflows).
-  explicit Tensor(Shape shape)
-      : storage_(Storage::allocate_zeroed(shape.numel(), sizeof(T))),
-        layout_(layout::contiguous(std::move(shape))) {}
-  /// A contiguous tensor of `shape` with every element `fill_value`.
-  Tensor(Shape shape, T fill_value) : Tensor(empty(std::move(shape))) {
+  /// A zero-filled contiguous tensor of shape `sizes` (ShapeError when its element count
+  /// overflows).
+  explicit Tensor(Shape sizes)
+      : storage_(Storage::allocate_zeroed(sizes.numel(), sizeof(T))),
+        layout_(layout::contiguous(std::move(sizes))) {}
+  /// A contiguous tensor of shape `sizes` with every element `fill_value`.
+  Tensor(Shape sizes, T fill_value) : Tensor(empty(std::move(sizes))) {
     tbatch::fill(view(), fill_value);
   }
-  /// A tensor holding `values` in row-major order; ShapeError if the count differs.
-  Tensor(Shape shape, const std::vector<T>& values) : Tensor(empty(std::move(shape))) {
+  /// A tensor of shape `sizes` holding `values` in row-major order; ShapeError if the count
+  /// differs.
+  Tensor(Shape sizes, const std::vector<T>& values) : Tensor(empty(std::move(sizes))) {
     if (static_cast<index_t>(values.size()) != numel())
       detail::fail<ShapeError>("Tensor", "got ", values.size(), " values for shape ", this->shape(),
                                ", which holds ", numel(), " elements");
@@ -152,9 +154,9 @@ class Tensor : public ViewMethods<Tensor<T>> {
   Tensor with_layout(Layout&& l) const { return Tensor(storage_, std::move(l)); }
   T* element_pointer() { return base(); }
   const T* element_pointer() const { return base(); }
-  Tensor copy_reshaped(const Shape& shape) const {
+  Tensor copy_reshaped(const Shape& sizes) const {
     Tensor out = clone();
-    out.layout_ = layout::contiguous(shape);
+    out.layout_ = layout::contiguous(sizes);
     return out;
   }
 
