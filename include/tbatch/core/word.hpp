@@ -14,24 +14,12 @@
 
 namespace tbatch::detail {
 
+/// The unsigned integer of N bytes (N is 1, 2, 4 or 8).
 template <std::size_t N>
-struct UnsignedOfSize;
-template <>
-struct UnsignedOfSize<1> {
-  using type = std::uint8_t;
-};
-template <>
-struct UnsignedOfSize<2> {
-  using type = std::uint16_t;
-};
-template <>
-struct UnsignedOfSize<4> {
-  using type = std::uint32_t;
-};
-template <>
-struct UnsignedOfSize<8> {
-  using type = std::uint64_t;
-};
+using UnsignedOfSize = std::conditional_t<
+    N == 1, std::uint8_t,
+    std::conditional_t<N == 2, std::uint16_t,
+                       std::conditional_t<N == 4, std::uint32_t, std::uint64_t>>>;
 
 // may_alias: a Word reads and writes memory that holds floats, halves or integers, which the
 // aliasing rules otherwise forbid. Compilers without the attribute do not use type-based alias
@@ -45,7 +33,8 @@ struct UnsignedOfSize<8> {
 /// The bits of one element of N bytes, copied as an unsigned integer (so copy loops vectorise).
 template <std::size_t N>
 struct TBATCH_MAY_ALIAS Word {
-  typename UnsignedOfSize<N>::type bits;
+  static_assert(N == 1 || N == 2 || N == 4 || N == 8, "Word<N>: N is 1, 2, 4 or 8 bytes");
+  UnsignedOfSize<N> bits;
 };
 
 template <class T>

@@ -644,9 +644,16 @@ class TensorDict {
                    index_t indexable, const char* fn, std::vector<PendingWrite>& writes,
                    detail::KeyPath& path);
   template <class Fn>
-  void for_each_leaf(Fn& fn, detail::KeyPath& path);
+  void for_each_leaf(Fn& fn, detail::KeyPath& path) {
+    for_each_leaf_of(*this, fn, path);
+  }
   template <class Fn>
-  void for_each_leaf(Fn& fn, detail::KeyPath& path) const;
+  void for_each_leaf(Fn& fn, detail::KeyPath& path) const {
+    for_each_leaf_of(*this, fn, path);
+  }
+  /// fn(tensor, path) for every tensor of `self` (TensorDict or const TensorDict), depth first.
+  template <class Self, class Fn>
+  static void for_each_leaf_of(Self& self, Fn& fn, detail::KeyPath& path);
 
   // ---- stack, cat and comparison
 

@@ -247,26 +247,14 @@ inline void TensorDict::plan_writes(const TensorDict& value,
   }
 }
 
-template <class Fn>
-void TensorDict::for_each_leaf(Fn& fn, detail::KeyPath& path) {
-  for (auto& [key, value] : entries_) {
+template <class Self, class Fn>
+void TensorDict::for_each_leaf_of(Self& self, Fn& fn, detail::KeyPath& path) {
+  for (auto& [key, value] : self.entries_) {
     path.push(key);
     if (value.is_tensor())
       fn(value.tensor(), path);
     else
-      value.dict().for_each_leaf(fn, path);
-    path.pop();
-  }
-}
-
-template <class Fn>
-void TensorDict::for_each_leaf(Fn& fn, detail::KeyPath& path) const {
-  for (const auto& [key, value] : entries_) {
-    path.push(key);
-    if (value.is_tensor())
-      fn(value.tensor(), path);
-    else
-      value.dict().for_each_leaf(fn, path);
+      for_each_leaf_of(value.dict(), fn, path);
     path.pop();
   }
 }
