@@ -58,6 +58,14 @@ TEST_CASE("audit: core Shape and Tensor", "[audit]") {
         {"Tensor", "3 values", "[2, 2]"});
   AUDIT(ShapeError, Tensor<float>::arange(-1), {"arange", "-1"});
   const Tensor<float> t = ones({2, 3});
+  AUDIT(ValueError, t.with_layout(Layout{Shape{2, 4}, {3, 1}, 0}),
+        {"Tensor::with_layout", "strides [3, 1]", "reaches elements 0 to 6", "buffer of 6"});
+  AUDIT(ValueError, t.with_layout(Layout{Shape{2}, {-1}, 0}),
+        {"Tensor::with_layout", "reaches elements -1 to 0"});
+  AUDIT(ShapeError, t.with_layout(Layout{Shape{2, 3}, {1}, 0}),
+        {"Tensor::with_layout", "1 strides", "rank 2"});
+  AUDIT(ValueError, AnyTensor(t).with_layout(Layout{Shape{7}, {1}, 0}),
+        {"AnyTensor::with_layout", "reaches elements 0 to 6", "buffer of 6"});
   AUDIT(IndexError, t.at({2, 0}), {"at", "2"});
   AUDIT(IndexError, t.at({0}), {"at"});
   AUDIT(IndexError, t.select(2, 0), {"dim 2", "rank 2"});

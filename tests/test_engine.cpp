@@ -198,19 +198,22 @@ TEST_CASE("for_each visits corresponding elements and can write", "[engine]") {
                   ShapeError);
 }
 
-TEST_CASE("gather_by_offsets and scatter_by_offsets move rows by element offsets", "[engine]") {
+TEST_CASE("detail::gather_by_offsets and scatter_by_offsets move rows by element offsets",
+          "[engine]") {
   const Tensor<float> src = iota<float>({4, 3});
   const Tensor<index_t> offsets({2}, {9, 0});  // rows 3 and 0
   Tensor<float> out(Shape{2, 3});
   const StridedView<const float> base(src.data(), Shape{2, 3}, {0, 1});
   const StridedView<const index_t> shifts(offsets.data(), Shape{2, 3}, {1, 0});
-  gather_by_offsets(base, shifts, out.view());
+  detail::gather_by_offsets(base, shifts, out.view());
   CHECK(out.to_vector() == std::vector<float>{9, 10, 11, 0, 1, 2});
 
   Tensor<float> target(Shape{4, 3});
   const StridedView<float> target_base(target.data(), Shape{2, 3}, {0, 1});
-  scatter_by_offsets(out.view(), shifts, target_base, [](float& t, const float& v) { t += v; });
-  scatter_by_offsets(out.view(), shifts, target_base, [](float& t, const float& v) { t += v; });
+  detail::scatter_by_offsets(out.view(), shifts, target_base,
+                             [](float& t, const float& v) { t += v; });
+  detail::scatter_by_offsets(out.view(), shifts, target_base,
+                             [](float& t, const float& v) { t += v; });
   CHECK(target(3, 2) == 22);
   CHECK(target(0, 1) == 2);
   CHECK(target(1, 1) == 0);

@@ -174,6 +174,22 @@ TEMPLATE_TEST_CASE("StridedView wraps caller memory without owning it", "[tensor
   CHECK_THROWS_AS(v.transpose(0, 1).reshape({12}), ShapeError);
 }
 
+TEST_CASE("with_layout sees the same buffer through any layout inside it", "[tensor][view]") {
+  Tensor<int> t = Tensor<int>::arange(6);
+  // (i, j) at 1 + i + 3j: the elements 1, 4 / 2, 5.
+  Tensor<int> v = t.with_layout(Layout{Shape{2, 2}, {1, 3}, 1});
+  CHECK(v.shares_storage_with(t));
+  CHECK(v.to_vector() == std::vector<int>{1, 4, 2, 5});
+  v.at({1, 1}) = 50;
+  CHECK(t.at({5}) == 50);
+  // Broadcast and reversed layouts are fine while they stay inside; empty ones address nothing.
+  CHECK(t.with_layout(Layout{Shape{3, 2}, {0, -1}, 5}).to_vector() ==
+        std::vector<int>{50, 4, 50, 4, 50, 4});
+  CHECK(t.with_layout(Layout{Shape{0, 4}, {100, 100}, 0}).numel() == 0);
+  CHECK_THROWS_AS(t.with_layout(Layout{Shape{2, 2}, {1, 4}, 1}), ValueError);
+  CHECK_THROWS_AS(t.with_layout(Layout{Shape{2}, {1}, -1}), ValueError);
+}
+
 TEST_CASE("large freed buffers are recycled through a bounded cache", "[tensor][storage]") {
   set_buffer_cache_limit(std::size_t(64) << 20);
   const std::size_t held = buffer_cache_bytes();

@@ -268,7 +268,7 @@ void put_planned(T* base, const IndexPlan& plan, const StridedView<const T>& sou
 template <class T>
 Tensor<T> Tensor<T>::index(std::initializer_list<TensorIndex> indices) const {
   const auto plan = detail::plan_index(layout_, indices, this->dim(), "index");
-  if (!plan.has_advanced()) return with_layout(plan.basic);
+  if (!plan.has_advanced()) return rebound(plan.basic);
   Tensor out = empty(detail::indexed_shape(plan));
   detail::gather_planned(reinterpret_cast<const detail::WordOf<T>*>(base()), plan,
                          detail::as_words(out.view()));

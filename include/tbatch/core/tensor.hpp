@@ -149,9 +149,13 @@ class Tensor : public ViewMethods<Tensor<T>> {
 
   // Hooks for ViewMethods.
   const Layout& layout() const { return layout_; }
-  // Copy and move overloads: one layout copy or move less per view made (see StridedView).
-  Tensor with_layout(const Layout& l) const { return Tensor(storage_, l); }
-  Tensor with_layout(Layout&& l) const { return Tensor(storage_, std::move(l)); }
+  /// The same buffer seen through `l` (shape, strides, offset in elements). ValueError when `l`
+  /// addresses an element outside the buffer, ShapeError when its strides do not match its
+  /// rank.
+  Tensor with_layout(Layout l) const {
+    layout::check_inside(l, storage_->bytes() / index_t(sizeof(T)), "Tensor::with_layout");
+    return Tensor(storage_, std::move(l));
+  }
   T* element_pointer() { return base(); }
   const T* element_pointer() const { return base(); }
   Tensor copy_reshaped(const Shape& sizes) const {
@@ -162,6 +166,12 @@ class Tensor : public ViewMethods<Tensor<T>> {
 
  private:
   friend class AnyTensor;  // views its untyped storage as Tensor<T> after checking the dtype
+  friend class ViewMethods<Tensor>;
+
+  // Copy and move overloads: one layout copy or move less per view made (see StridedView). For
+  // layouts the layout algebra made from this one, which stay inside the buffer.
+  Tensor rebound(const Layout& l) const { return Tensor(storage_, l); }
+  Tensor rebound(Layout&& l) const { return Tensor(storage_, std::move(l)); }
 
   Tensor(std::shared_ptr<Storage> storage, Layout&& l)
       : storage_(std::move(storage)), layout_(std::move(l)) {}

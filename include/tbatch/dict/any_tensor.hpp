@@ -156,9 +156,13 @@ class AnyTensor {
 
   // --- Layout-level helpers: each rebinds the same buffer or makes a contiguous copy. ---
 
-  /// The same buffer seen through `l` (the caller guarantees `l` stays inside the buffer, as
-  /// every function of the layout algebra does when given this tensor's layout).
-  AnyTensor with_layout(Layout l) const { return AnyTensor(storage_, std::move(l), dtype_); }
+  /// The same buffer seen through `l` (shape, strides, offset in elements). ValueError when `l`
+  /// addresses an element outside the buffer, ShapeError when its strides do not match its
+  /// rank.
+  AnyTensor with_layout(Layout l) const {
+    layout::check_inside(l, storage_->bytes() / element_size(), "AnyTensor::with_layout");
+    return AnyTensor(storage_, std::move(l), dtype_);
+  }
   /// A contiguous copy of the elements, laid out with `shape` (same element count).
   AnyTensor copy_reshaped(const Shape& shape) const {
     AnyTensor out = clone();

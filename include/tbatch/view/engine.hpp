@@ -502,7 +502,10 @@ void for_each(Fn&& fn, StridedView<Ts>... views) {
 
 }  // namespace tbatch
 
-namespace tbatch {
+namespace tbatch::detail {
+
+// Unchecked: the kernels that build the offsets (indexing, the scatter family) keep them inside
+// the buffer; they are not part of the public API.
 
 /// Gather by element offsets: dst[i] = *(&src_base[i] + offsets[i]) for every element i of the
 /// common shape. `src_base` is usually a broadcast view (stride 0 on the gathered dims); the
@@ -510,7 +513,7 @@ namespace tbatch {
 template <class T>
 void gather_by_offsets(StridedView<const std::type_identity_t<T>> src_base,
                        StridedView<const index_t> offsets, StridedView<T> dst) {
-  detail::for_each_run(
+  for_each_run(
       "gather_by_offsets",
       [](index_t n, const std::array<index_t, 3>& stride, T* out, const index_t* shift,
          const T* in) {
@@ -526,7 +529,7 @@ template <class T, class Combine>
 void scatter_by_offsets(StridedView<const std::type_identity_t<T>> src,
                         StridedView<const index_t> offsets, StridedView<T> dst_base,
                         Combine&& combine) {
-  detail::for_each_run(
+  for_each_run(
       "scatter_by_offsets",
       [&](index_t n, const std::array<index_t, 3>& stride, const T* in, const index_t* shift,
           T* out) {
@@ -536,4 +539,4 @@ void scatter_by_offsets(StridedView<const std::type_identity_t<T>> src,
       src, offsets, dst_base);
 }
 
-}  // namespace tbatch
+}  // namespace tbatch::detail

@@ -428,6 +428,27 @@ inline std::vector<Layout> unbind(const Layout& l, index_t dim) {
   return pieces;
 }
 
+/// ValueError naming `function` unless every element that `l` addresses lies in [0, capacity)
+/// (a buffer of `capacity` elements); ShapeError for strides that do not match the shape's
+/// rank. A layout without elements addresses none.
+inline void check_inside(const Layout& l, index_t capacity, const char* function) {
+  if (l.strides.size() != l.shape.size())
+    detail::fail<ShapeError>(function, "layout has ", l.strides.size(),
+                             " strides for a shape of rank ", l.shape.size());
+  if (l.shape.numel() == 0) return;
+  index_t lowest = l.offset, highest = l.offset;
+  for (index_t d = 0; d < l.dim(); ++d) {
+    const index_t reach = detail::checked_mul(l.shape[d] - 1, l.strides[d], function);
+    index_t& end = reach < 0 ? lowest : highest;
+    end = detail::checked_add(end, reach, function);
+  }
+  if (lowest < 0 || highest >= capacity)
+    detail::fail<ValueError>(function, "layout with shape ", l.shape, ", strides ",
+                             detail::listed(l.strides), " and offset ", l.offset,
+                             " reaches elements ", lowest, " to ", highest,
+                             ", outside the buffer of ", capacity, " elements");
+}
+
 /// True when `from` broadcasts to exactly `to` (numpy rules, as expand() accepts).
 inline bool broadcasts_to(const Shape& from, const Shape& to) {
   if (from.size() > to.size()) return false;

@@ -51,6 +51,8 @@ class StridedView : public ViewMethods<StridedView<T>> {
   const Layout& layout() const { return layout_; }
   // Copy and move overloads rather than one by-value parameter: one layout copy or move less
   // per view made, which adds up in per-element loops.
+  // A non-owning view cannot check a layout against memory it does not know: the caller keeps
+  // `l` inside its buffer, as with the constructors.
   StridedView with_layout(const Layout& l) const { return StridedView(base_, l); }
   StridedView with_layout(Layout&& l) const { return StridedView(base_, std::move(l)); }
   T* element_pointer() const { return base_; }
@@ -63,6 +65,10 @@ class StridedView : public ViewMethods<StridedView<T>> {
   }
 
  private:
+  friend class ViewMethods<StridedView>;
+  StridedView rebound(const Layout& l) const { return StridedView(base_, l); }
+  StridedView rebound(Layout&& l) const { return StridedView(base_, std::move(l)); }
+
   T* base_ = nullptr;
   Layout layout_;
 };

@@ -13,8 +13,9 @@ namespace tbatch {
 /// CRTP base. Every method that takes a dim accepts negative dims (counted from the end) and
 /// throws IndexError for a dim outside [-dim(), dim()); view-making methods share the buffer.
 ///
-/// CRTP details: Derived provides `const Layout& layout() const`, `Derived with_layout(const
-/// Layout&) const` and `Derived with_layout(Layout&&) const` (same buffer, new layout),
+/// CRTP details: Derived provides `const Layout& layout() const`, `Derived rebound(const
+/// Layout&) const` and `Derived rebound(Layout&&) const` (same buffer, a layout the layout
+/// algebra made from this one, so unchecked; private, with ViewMethods<Derived> a friend),
 /// `element_pointer()` (pointer to offset 0 of the buffer) and `Derived copy_to_layout_of(Shape)
 /// const` (a fresh contiguous copy reshaped).
 template <class Derived>
@@ -173,7 +174,7 @@ class ViewMethods {
     return position;
   }
   const Layout& layout() const { return self().layout(); }
-  Derived rebind(Layout&& l) const { return self().with_layout(std::move(l)); }
+  Derived rebind(Layout&& l) const { return self().rebound(std::move(l)); }
   std::vector<Derived> rebind_all(std::vector<Layout> layouts) const {
     std::vector<Derived> out;
     out.reserve(layouts.size());
