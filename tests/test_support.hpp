@@ -7,6 +7,8 @@
 #include <random>
 #include <string>
 #include <tbatch/tbatch.hpp>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "plain_loops.hpp"
@@ -104,11 +106,16 @@ class MessageContains : public Catch::MatcherBase<std::exception> {
 
 }  // namespace tbatch::testing
 
-// Every element type tbatch supports, for TEMPLATE_TEST_CASE.
-#define TBATCH_ALL_DTYPES                                                               \
-  float, double, Eigen::half, Eigen::bfloat16, std::int8_t, std::int16_t, std::int32_t, \
-      std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t, bool
-// Element types with arithmetic (bool excluded).
+// Every element type tbatch supports, for TEMPLATE_TEST_CASE: made from the library's one list.
+#define TBATCH_TEST_COMMA_TYPE(type, tag, text) , type
+#define TBATCH_TEST_DROP_FIRST_(first, ...) __VA_ARGS__
+#define TBATCH_TEST_DROP_FIRST(...) TBATCH_TEST_DROP_FIRST_(__VA_ARGS__)
+#define TBATCH_ALL_DTYPES \
+  TBATCH_TEST_DROP_FIRST(void TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_TEST_COMMA_TYPE))
+// Element types with arithmetic: every one but bool (checked below against the list).
 #define TBATCH_ARITHMETIC_DTYPES                                                        \
   float, double, Eigen::half, Eigen::bfloat16, std::int8_t, std::int16_t, std::int32_t, \
       std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t
+static_assert(
+    std::is_same_v<std::tuple<TBATCH_ARITHMETIC_DTYPES, bool>, std::tuple<TBATCH_ALL_DTYPES>>,
+    "TBATCH_ARITHMETIC_DTYPES must be the element types without bool, in list order");
