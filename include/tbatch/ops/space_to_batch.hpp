@@ -285,7 +285,7 @@ void run_batch_to_space(const BlockPlan& plan, StridedView<const T> x, StridedVi
   const StridedView<const T> blocked = x.unflatten(0, plan.block_and_batch);
   [[maybe_unused]] const index_t m = static_cast<index_t>(plan.dims.size());
   const Stores stores = stores_for_output(out);
-  auto copy_box = [m, stores](StridedView<T> to, StridedView<const T> from) {
+  auto copy_box = [=](StridedView<T> to, StridedView<const T> from) {  // m only with OpenMP
 #if defined(TBATCH_OPENMP) && defined(_OPENMP)
     // Large boxes split into (batch, o_1) slabs, one copy each, across the threads.
     const index_t batch = m > 0 ? to.size(m) : 1, rows = m > 0 ? to.size(m + 1) : 1;
