@@ -14,6 +14,7 @@
 
 #include "tbatch/core/config.hpp"
 #include "tbatch/core/errors.hpp"
+#include "tbatch/core/streaming_stores.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -23,37 +24,6 @@
 #endif
 
 namespace tbatch {
-namespace detail {
-
-/// 16 MiB: on a 32 MiB-L3 machine streaming copied outputs of 14-110 MB 1.2-1.9x faster and
-/// outputs of 3-7 MB 0.6x as fast. (The cache size the system reports is no guide: a VM here
-/// reports ten times its L3.)
-inline constexpr index_t default_streaming_min_bytes = index_t(16) << 20;
-
-inline std::atomic<index_t>& streaming_min_bytes_setting() {
-  static std::atomic<index_t> bytes{default_streaming_min_bytes};
-  return bytes;
-}
-
-}  // namespace detail
-
-/// Kernels whose output is at least this many bytes write it with streaming stores (on x86 with
-/// SSE2; elsewhere always normal stores). The default is 16 MiB.
-inline index_t streaming_stores_min_bytes() {
-  return detail::streaming_min_bytes_setting().load(std::memory_order_relaxed);
-}
-
-/// Sets the output size from which kernels use streaming stores: 0 streams every output,
-/// std::numeric_limits<index_t>::max() none. Lower it when outputs are written once and read
-/// much later; raise it when the consumer reads each output right away. Throws ValueError for a
-/// negative `bytes`.
-inline void set_streaming_stores_min_bytes(index_t bytes) {
-  if (bytes < 0)
-    detail::fail<ValueError>("set_streaming_stores_min_bytes", "bytes is ", bytes,
-                             ", expected >= 0");
-  detail::streaming_min_bytes_setting().store(bytes, std::memory_order_relaxed);
-}
-
 namespace detail {
 
 /// How a kernel writes its output: through the cache, or with streaming stores.
