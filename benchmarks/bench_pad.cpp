@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include <tbatch/tbatch.hpp>
 #include <tbatch/core/eigen_tensor.hpp>
+#include <tbatch/tbatch.hpp>
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #ifdef TBATCH_BENCH_WITH_TORCH

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <vector>
 
-#include <tbatch/tbatch.hpp>
 #include <tbatch/core/eigen_tensor.hpp>
+#include <tbatch/tbatch.hpp>
 #include <unsupported/Eigen/CXX11/Tensor>
 
 namespace {

@@ -280,7 +280,7 @@ TEMPLATE_TEST_CASE("pad reproduces the reference documents' examples", "[pad]", 
     CHECK(values_of(pad(a, {2, 3}, PadMode::circular)) ==
           as_doubles<T>({4, 5, 1, 2, 3, 4, 5, 1, 2, 3}));
   }
-  SECTION("DESIGN.md index rules on [1, 2, 3]") {
+  SECTION("each mode's rule on [1, 2, 3], as docs/pad.md shows it") {
     const Tensor<T> b = tensor_of<T>(Shape{3}, {1, 2, 3});
     CHECK(values_of(pad(b, {0, 2}, PadMode::reflect)) == as_doubles<T>({1, 2, 3, 2, 1}));
     CHECK(values_of(pad(b, {0, 2}, PadMode::symmetric)) == as_doubles<T>({1, 2, 3, 3, 2}));

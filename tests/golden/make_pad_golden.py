@@ -125,7 +125,7 @@ def check_doc_examples():
     assert np.pad(a, (2,), mode="reflect").tolist() == [3, 2, 1, 2, 3, 4, 5, 4, 3]
     assert np.pad(a, (2,), mode="symmetric").tolist() == [2, 1, 1, 2, 3, 4, 5, 5, 4]
     assert np.pad(a, (2, 3), mode="wrap").tolist() == [4, 5, 1, 2, 3, 4, 5, 1, 2, 3]
-    # The DESIGN.md index rules on [1, 2, 3].
+    # Each mode's rule on [1, 2, 3], as docs/pad.md's Modes table shows it.
     b = np.array([1, 2, 3])
     assert np.pad(b, (0, 2), mode="reflect").tolist() == [1, 2, 3, 2, 1]
     assert np.pad(b, (0, 2), mode="symmetric").tolist() == [1, 2, 3, 3, 2]
