@@ -64,6 +64,12 @@ TEST_CASE("audit: core Shape and Tensor", "[audit]") {
         {"Tensor::with_layout", "reaches elements -1 to 0"});
   AUDIT(ShapeError, t.with_layout(Layout{Shape{2, 3}, {1}, 0}),
         {"Tensor::with_layout", "1 strides", "rank 2"});
+  AUDIT(ValueError, dtype_size(static_cast<DType>(12)), {"dtype_size", "dtype tag 12", "0 to 11"});
+  AUDIT(ValueError, dtype_name(static_cast<DType>(-1)), {"dtype_name", "dtype tag -1"});
+  AUDIT(ValueError, AnyTensor::empty(static_cast<DType>(12), Shape{2}),
+        {"AnyTensor::empty", "dtype tag 12"});
+  AUDIT(ValueError, AnyTensor::zeros(static_cast<DType>(12), Shape{2}),
+        {"AnyTensor::zeros", "dtype tag 12"});
   AUDIT(ValueError, AnyTensor(t).with_layout(Layout{Shape{7}, {1}, 0}),
         {"AnyTensor::with_layout", "reaches elements 0 to 6", "buffer of 6"});
   AUDIT(IndexError, t.at({2, 0}), {"at", "2"});

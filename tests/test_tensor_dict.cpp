@@ -641,6 +641,38 @@ TEMPLATE_TEST_CASE("AnyTensor holds a Tensor of any dtype", "[any_tensor]", TBAT
   }
 }
 
+TEMPLATE_TEST_CASE("AnyTensor compares and tests elements as a plain loop does", "[any_tensor]",
+                   TBATCH_ALL_DTYPES) {
+  using T = TestType;
+  std::mt19937 rng(7);
+  // Small values so equal elements are common; strided views so the walk is not one run.
+  const Tensor<T> a = random_tensor<T>(Shape{5, 8}, rng, 2).slice(1, 0, 8, 2);
+  const Tensor<T> b = random_tensor<T>(Shape{4, 5}, rng, 2).transpose(0, 1);
+  REQUIRE(a.shape() == b.shape());
+  const Tensor<bool> equal = AnyTensor(a).equal_elements(AnyTensor(b), "test");
+  bool all = true, any = false;
+  for (index_t i = 0; i < a.size(0); ++i)
+    for (index_t j = 0; j < a.size(1); ++j) {
+      CHECK(equal.at({i, j}) == (detail::widen(a.at({i, j})) == detail::widen(b.at({i, j}))));
+      all = all && detail::widen(a.at({i, j})) != 0;
+      any = any || detail::widen(a.at({i, j})) != 0;
+    }
+  CHECK(AnyTensor(a).all_nonzero() == all);
+  CHECK(AnyTensor(a).any_nonzero() == any);
+  CHECK(AnyTensor(Tensor<T>(Shape{0, 3})).all_nonzero());
+  CHECK(!AnyTensor(Tensor<T>(Shape{0, 3})).any_nonzero());
+  if constexpr (FloatingElement<T>) {
+    // -0 equals 0 and is zero; NaN equals nothing and is non-zero, whatever their bits.
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    const Tensor<T> x(Shape{3}, std::vector<T>{T(-0.0f), nan, T(1)});
+    const Tensor<T> y(Shape{3}, std::vector<T>{T(0.0f), nan, T(1)});
+    CHECK(AnyTensor(x).equal_elements(AnyTensor(y), "test").to_vector() ==
+          std::vector<bool>{true, false, true});
+    CHECK(!AnyTensor(Tensor<T>(Shape{1}, T(-0.0f))).any_nonzero());
+    CHECK(AnyTensor(Tensor<T>(Shape{1}, nan)).all_nonzero());
+  }
+}
+
 TEST_CASE("element conversion never reaches undefined behaviour", "[any_tensor]") {
   using detail::convert_element;
   CHECK(convert_element<std::int8_t>(127) == std::int8_t(127));

@@ -48,9 +48,10 @@ struct DTypeOf;
 TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DTYPE_TRAITS)
 #undef TBATCH_DTYPE_TRAITS
 
-/// Calls fn(std::type_identity<T>{}) for the element type T of `dtype`.
+/// Calls fn(std::type_identity<T>{}) for the element type T of `dtype`; ValueError naming
+/// `function` for a tag outside the enumeration.
 template <class Fn>
-decltype(auto) dispatch_dtype(DType dtype, Fn&& fn) {
+decltype(auto) dispatch_dtype(DType dtype, Fn&& fn, const char* function = "dispatch_dtype") {
   switch (dtype) {
 #define TBATCH_DTYPE_CASE(type, tag, text) \
   case DType::tag:                         \
@@ -58,7 +59,7 @@ decltype(auto) dispatch_dtype(DType dtype, Fn&& fn) {
     TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DTYPE_CASE)
 #undef TBATCH_DTYPE_CASE
   }
-  fail<ValueError>("dispatch_dtype", "dtype tag ", static_cast<int>(dtype),
+  fail<ValueError>(function, "dtype tag ", static_cast<int>(dtype),
                    " is not one of the twelve element types (expected 0 to 11)");
 }
 }  // namespace detail
@@ -79,13 +80,15 @@ inline constexpr std::string_view dtype_name_of = detail::DTypeOf<std::remove_cv
 
 /// Name of a DType tag ("float32", ...); ValueError for a tag outside the enumeration.
 inline std::string_view dtype_name(DType dtype) {
-  return detail::dispatch_dtype(dtype,
-                                []<class T>(std::type_identity<T>) { return dtype_name_of<T>; });
-}
-/// Size in bytes of one element of `dtype`; ValueError for a tag outside the enumeration.
-inline index_t dtype_size(DType dtype) {
   return detail::dispatch_dtype(
-      dtype, []<class T>(std::type_identity<T>) { return static_cast<index_t>(sizeof(T)); });
+      dtype, []<class T>(std::type_identity<T>) { return dtype_name_of<T>; }, "dtype_name");
+}
+/// Size in bytes of one element of `dtype`; ValueError naming `function` for a tag outside the
+/// enumeration.
+inline index_t dtype_size(DType dtype, const char* function = "dtype_size") {
+  return detail::dispatch_dtype(
+      dtype, []<class T>(std::type_identity<T>) { return static_cast<index_t>(sizeof(T)); },
+      function);
 }
 inline std::ostream& operator<<(std::ostream& out, DType dtype) {
   return out << dtype_name(dtype);

@@ -109,13 +109,13 @@ class AnyTensor {
   /// An uninitialised contiguous tensor of `dtype` (for outputs written next).
   static AnyTensor empty(DType dtype, Shape shape) {
     const index_t n = shape.numel();
-    return AnyTensor(Storage::allocate(n, dtype_size(dtype)), layout::contiguous(std::move(shape)),
-                     dtype);
+    return AnyTensor(Storage::allocate(n, dtype_size(dtype, "AnyTensor::empty")),
+                     layout::contiguous(std::move(shape)), dtype);
   }
   /// A zero-filled tensor of `dtype`.
   static AnyTensor zeros(DType dtype, Shape shape) {
     const index_t n = shape.numel();
-    return AnyTensor(Storage::allocate_zeroed(n, dtype_size(dtype)),
+    return AnyTensor(Storage::allocate_zeroed(n, dtype_size(dtype, "AnyTensor::zeros")),
                      layout::contiguous(std::move(shape)), dtype);
   }
 

@@ -135,16 +135,12 @@ void for_each_run(const char* function, Fn&& fn, const StridedView<Ts>&... views
   });
 }
 
-/// Address range [lo, hi] of the bytes a view touches.
+/// Address range [lo, hi) of the bytes a view with elements touches.
 template <class T>
 std::pair<const char*, const char*> byte_extent(const StridedView<T>& v) {
-  const char* lo = reinterpret_cast<const char*>(v.data());
-  const char* hi = lo;
-  for (index_t d = 0; d < v.dim(); ++d) {
-    const index_t reach = (v.shape()[d] - 1) * v.strides()[d] * index_t(sizeof(T));
-    (reach < 0 ? lo : hi) += reach;
-  }
-  return {lo, hi + sizeof(T)};
+  const layout::Extent e = layout::extent(v.layout(), "may_overlap");
+  const char* base = reinterpret_cast<const char*>(v.element_pointer());
+  return {base + e.lowest * index_t(sizeof(T)), base + (e.highest + 1) * index_t(sizeof(T))};
 }
 
 template <class S, class D>

@@ -428,6 +428,22 @@ inline std::vector<Layout> unbind(const Layout& l, index_t dim) {
   return pieces;
 }
 
+/// The lowest and highest element offsets a layout with elements addresses (offset included).
+struct Extent {
+  index_t lowest;
+  index_t highest;
+};
+/// The extent of `l` (which must have elements); ShapeError naming `function` when it overflows.
+inline Extent extent(const Layout& l, const char* function) {
+  Extent e{l.offset, l.offset};
+  for (index_t d = 0; d < l.dim(); ++d) {
+    const index_t reach = detail::checked_mul(l.shape[d] - 1, l.strides[d], function);
+    index_t& end = reach < 0 ? e.lowest : e.highest;
+    end = detail::checked_add(end, reach, function);
+  }
+  return e;
+}
+
 /// ValueError naming `function` unless every element that `l` addresses lies in [0, capacity)
 /// (a buffer of `capacity` elements); ShapeError for strides that do not match the shape's
 /// rank. A layout without elements addresses none.
@@ -436,16 +452,11 @@ inline void check_inside(const Layout& l, index_t capacity, const char* function
     detail::fail<ShapeError>(function, "layout has ", l.strides.size(),
                              " strides for a shape of rank ", l.shape.size());
   if (l.shape.numel() == 0) return;
-  index_t lowest = l.offset, highest = l.offset;
-  for (index_t d = 0; d < l.dim(); ++d) {
-    const index_t reach = detail::checked_mul(l.shape[d] - 1, l.strides[d], function);
-    index_t& end = reach < 0 ? lowest : highest;
-    end = detail::checked_add(end, reach, function);
-  }
-  if (lowest < 0 || highest >= capacity)
+  const Extent e = extent(l, function);
+  if (e.lowest < 0 || e.highest >= capacity)
     detail::fail<ValueError>(function, "layout with shape ", l.shape, ", strides ",
                              detail::listed(l.strides), " and offset ", l.offset,
-                             " reaches elements ", lowest, " to ", highest,
+                             " reaches elements ", e.lowest, " to ", e.highest,
                              ", outside the buffer of ", capacity, " elements");
 }
 
