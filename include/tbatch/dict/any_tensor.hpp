@@ -219,7 +219,9 @@ class AnyTensor {
     if (!(source.shape() == piece.shape))
       detail::fail<ShapeError>(function, "source shape ", source.shape(),
                                " does not match destination shape ", piece.shape);
-    // Dense blocks in separate buffers (the pieces of stack and cat): one memcpy.
+    // A dense piece from another buffer (the pieces of stack and cat) is one memcpy: the engine
+    // would reach the same memcpy after re-binding both sides as views, which costs more than
+    // a small piece.
     if (layout::is_contiguous(piece) && source.is_contiguous() && !shares_storage_with(source)) {
       const index_t size = element_size();
       if (source.numel() > 0)

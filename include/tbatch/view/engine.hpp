@@ -304,9 +304,17 @@ struct DenseRows {
   index_t row_stride = 0;
 };
 
-/// Copies and fills below this many bytes take the dense-rows path when their views allow it:
-/// for them planning a walk costs more than moving the bytes. Larger ones use the planned walk.
+/// The dense-rows path (no plan) serves copies and fills below this many bytes, and larger ones
+/// whose rows are at least dense_row_min_bytes long: planning a walk costs more than moving a
+/// few bytes, and a large output of short rows is faster through the planned walk's loops than
+/// through one row call per row.
 inline constexpr index_t small_copy_bytes = index_t(1) << 14;
+inline constexpr index_t dense_row_min_bytes = index_t(1) << 12;
+
+/// True when `block` (of `bytes` in all, elements of `element_size`) takes the dense-rows path.
+inline bool takes_dense_rows(const DenseRows& block, index_t bytes, index_t element_size) {
+  return bytes < small_copy_bytes || block.row_length * element_size >= dense_row_min_bytes;
+}
 
 /// `l` as DenseRows when its dims (size-1 dims ignored) merge into at most two levels, forward
 /// and without overlap; nullopt otherwise, and the caller plans a general walk. O(rank), no
@@ -340,10 +348,11 @@ inline std::optional<DenseRows> dense_rows_of(const Layout& l) {
 }
 
 /// Copies src to dst when both are DenseRows of one row length (a contiguous side is cut into
-/// the other side's rows) and their bytes do not overlap: one memcpy per row, no plan. Returns
-/// false, having done nothing, when the views need the planned walk.
+/// the other side's rows) and their bytes do not overlap: one row copy each, with `stores`, and
+/// no plan (planning costs more than a small copy, and finds the same rows for a large one).
+/// Returns false, having done nothing, when the views need the planned walk.
 template <class T>
-bool copy_dense_rows(const StridedView<const T>& src, const StridedView<T>& dst) {
+bool copy_dense_rows(const StridedView<const T>& src, const StridedView<T>& dst, Stores stores) {
   std::optional<DenseRows> from = dense_rows_of(src.layout());
   std::optional<DenseRows> to = dense_rows_of(dst.layout());
   if (!from || !to) return false;
@@ -355,6 +364,7 @@ bool copy_dense_rows(const StridedView<const T>& src, const StridedView<T>& dst)
     else
       return false;
   }
+  if (!takes_dense_rows(*to, dst.numel() * index_t(sizeof(T)), sizeof(T))) return false;
   const T* in = src.data();
   T* out = dst.data();
   const index_t length = to->row_length;
@@ -362,8 +372,8 @@ bool copy_dense_rows(const StridedView<const T>& src, const StridedView<T>& dst)
   const T* out_end = out + (to->rows - 1) * to->row_stride + length;
   if (in < out_end && out < in_end) return false;  // overlapping: the walk stages through a copy
   for (index_t r = 0; r < to->rows; ++r)
-    std::memcpy(static_cast<void*>(out + r * to->row_stride), in + r * from->row_stride,
-                static_cast<std::size_t>(length) * sizeof(T));
+    copy_row_with(stores, out + r * to->row_stride, in + r * from->row_stride, length);
+  if (stores == Stores::streaming) streaming_fence();
   return true;
 }
 
@@ -398,10 +408,10 @@ void copy_views(const StridedView<const S>& src, const StridedView<D>& dst, Stor
   if constexpr (std::is_same_v<S, D>) {
     const index_t n = dst.numel();
     if (n == 0) return;
-    if (n * index_t(sizeof(D)) < small_copy_bytes && copy_dense_rows(src, dst)) return;
+    if (copy_dense_rows(src, dst, stores)) return;
     // The planned walk only moves bytes: every element type of one width shares one compiled
-    // walk. (Small dense copies stay typed above: they are one memcpy, and re-binding the views
-    // as words would cost more than they do.)
+    // walk. (Dense copies stay typed above: they are row copies, and re-binding the views as
+    // words would cost more than a small one.)
     copy_views_planned(as_words(src), as_words(dst), stores);
   } else {
     copy_views_planned(src, dst, stores);
@@ -426,12 +436,14 @@ void fill_strided(T* out, index_t n, index_t stride, T value) {
 /// fill() with the stores chosen by the caller.
 template <class T>
 void fill_view(const StridedView<T>& dst, T value, Stores stores) {
-  if (dst.numel() * index_t(sizeof(T)) < small_copy_bytes) {
-    if (const auto block = dense_rows_of(dst.layout())) {
-      for (index_t r = 0; r < block->rows; ++r)
-        std::fill_n(dst.data() + r * block->row_stride, block->row_length, value);
-      return;
-    }
+  // Dense rows need no plan, and stay typed: re-binding the view as words would cost more than
+  // a small fill.
+  const auto block = dense_rows_of(dst.layout());
+  if (block && takes_dense_rows(*block, dst.numel() * index_t(sizeof(T)), sizeof(T))) {
+    for (index_t r = 0; r < block->rows; ++r)
+      fill_row_with(stores, dst.data() + r * block->row_stride, block->row_length, value);
+    if (stores == Stores::streaming) streaming_fence();
+    return;
   }
   if constexpr (!is_word_v<T>) {
     fill_view(as_words(dst), to_word(value), stores);  // one compiled walk per width
