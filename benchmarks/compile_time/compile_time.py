@@ -46,6 +46,8 @@ ROWS = [
      "`tbatch/ops/space_to_batch.hpp` + `space_to_batch_nd`", None),
     ("tensor_dict", "`tbatch/dict/tensor_dict.hpp` + `TensorDict`", None),
     ("tbatch", "`tbatch/tbatch.hpp` + `list_to_padded`", None),
+    ("tbatch_compiled",
+     "the same, linking `tbatch::compiled` (`TBATCH_COMPILED`)", None),
 ]
 ROW_NAMES = [name for name, _, _ in ROWS]
 

@@ -28,3 +28,13 @@
 
 #include "tbatch/dict/any_tensor.hpp"
 #include "tbatch/dict/tensor_dict.hpp"
+
+// Linked with tbatch::compiled: the heavy conversions and kernels are compiled there once.
+#ifdef TBATCH_COMPILED
+#include "tbatch/detail/instantiations.hpp"
+namespace tbatch {
+#define TBATCH_DETAIL_INSTANTIATION_KIND extern
+TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DETAIL_INSTANTIATE)
+#undef TBATCH_DETAIL_INSTANTIATION_KIND
+}  // namespace tbatch
+#endif

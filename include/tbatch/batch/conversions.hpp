@@ -95,9 +95,9 @@ void write_packed(const std::vector<Tensor<T>>& elements, const Tensor<index_t>&
                packed_rows(packed, first_idx.data()[i], elements[i].shape()), stores);
 }
 
-/// Rows per element of a list (product of all dims but the last).
-template <class T>
-Tensor<index_t> rows_per_tensor(const std::vector<Tensor<T>>& list, const char* function) {
+/// Rows per element of a list of Tensor<T> or AnyTensor (product of all dims but the last).
+template <class Item>
+Tensor<index_t> rows_per_tensor(const std::vector<Item>& list, const char* function) {
   Tensor<index_t> rows = Tensor<index_t>::empty(Shape{static_cast<index_t>(list.size())});
   for (std::size_t i = 0; i < list.size(); ++i) {
     index_t n = 1;

@@ -36,6 +36,28 @@ inline void check_element_index(index_t i, index_t batch, const char* function) 
                      " (expected 0 to ", batch - 1, ")");
 }
 
+/// Element i of a padded batch whose data is laid out as `data`: slot i narrowed to the box
+/// [0, shape_per_tensor[i]). Layout-level, so typed batches and RaggedTensorDict share it.
+inline Layout padded_element(const Layout& data, const Tensor<index_t>& shape_per_tensor,
+                             index_t i) {
+  Layout slot = layout::select(data, 0, i);
+  for (index_t d = 0; d < shape_per_tensor.size(1); ++d)
+    slot = layout::narrow(slot, d, 0, shape_per_tensor(i, d));
+  return slot;
+}
+
+/// Element i of a packed batch whose data is laid out as `data`: rows [first_idx[i],
+/// first_idx[i + 1]) unflattened to (shape_per_tensor[i]..., last_dim).
+inline Layout packed_element(const Layout& data, const Tensor<index_t>& shape_per_tensor,
+                             const Tensor<index_t>& first_idx, index_t i) {
+  const index_t first = first_idx(i);
+  if (shape_per_tensor.size(1) == 0) return layout::select(data, 0, first);
+  const Layout rows = layout::narrow(data, 0, first, first_idx(i + 1) - first);
+  // Rank 2 elements are the rows themselves: no unflatten (and none of its bookkeeping).
+  if (shape_per_tensor.size(1) == 1) return rows;
+  return layout::unflatten(rows, 0, leading_sizes(element_shape(shape_per_tensor, i, 0)));
+}
+
 /// `data` when it has rank >= 2 (batch, element dims..., last dim); ShapeError otherwise.
 template <class T>
 Tensor<T> checked_batch_data(Tensor<T> data, const char* function) {
@@ -147,10 +169,7 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
   /// (shape_per_tensor[i]..., last_dim). IndexError unless 0 <= i < B.
   Tensor<T> element(index_t i) const {
     detail::check_element_index(i, batch_size(), "PaddedBatch::element");
-    Tensor<T> slot = data_.select(0, i);
-    for (index_t d = 0; d < element_rank() - 1; ++d)
-      slot = slot.narrow(d, 0, shape_per_tensor_(i, d));
-    return slot;
+    return data_.with_layout(detail::padded_element(data_.layout(), shape_per_tensor_, i));
   }
 
   /// True where an element has data: a new Tensor<bool> of data's shape without the last dim,
@@ -245,11 +264,8 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
   /// (shape_per_tensor[i]..., last_dim). IndexError unless 0 <= i < B.
   Tensor<T> element(index_t i) const {
     detail::check_element_index(i, batch_size(), "PackedBatch::element");
-    if (element_rank() == 1) return data_.select(0, first_idx_(i));
-    // Rank 2 elements are the rows themselves: no unflatten (and none of its bookkeeping).
-    if (element_rank() == 2) return data_.narrow(0, first_idx_(i), rows_of(i));
-    return data_.narrow(0, first_idx_(i), rows_of(i))
-        .unflatten(0, detail::leading_sizes(detail::element_shape(shape_per_tensor_, i, 0)));
+    return data_.with_layout(
+        detail::packed_element(data_.layout(), shape_per_tensor_, first_idx_, i));
   }
 
   /// Structured bindings: auto [packed, shape_per_tensor, first_idx] = list_to_packed(...).

@@ -16,8 +16,9 @@ inline std::vector<index_t> leading_sizes(const Shape& shape) {
 
 /// Checks a list of tensors for what every batch layout needs: the same rank (>= 1) and the
 /// same last dim. The messages follow kaolin's.
-template <class T>
-void check_tensor_list(const std::vector<Tensor<T>>& list, const char* function) {
+/// `Item` is Tensor<T> or AnyTensor: only shapes are read.
+template <class Item>
+void check_tensor_list(const std::vector<Item>& list, const char* function) {
   if (list.empty()) return;
   const index_t rank = list.front().dim();
   if (rank < 1)
@@ -72,8 +73,8 @@ inline Tensor<index_t> checked_shape_per_tensor(const Tensor<index_t>& shape_per
 }
 
 /// get_shape_per_tensor for the public function `function`, whose name its errors carry.
-template <class T>
-Tensor<index_t> shape_per_tensor_of(const std::vector<Tensor<T>>& list, const char* function) {
+template <class Item>
+Tensor<index_t> shape_per_tensor_of(const std::vector<Item>& list, const char* function) {
   check_tensor_list(list, function);
   const index_t batch = static_cast<index_t>(list.size());
   const index_t columns = list.empty() ? 0 : list.front().dim() - 1;

@@ -125,6 +125,10 @@ class AnyTensor {
   const Layout& layout() const { return layout_; }
   const Shape& shape() const { return layout_.shape; }
   index_t dim() const { return layout_.dim(); }
+  /// The size of dim `dim` (negative counts from the end); IndexError outside the rank.
+  index_t size(index_t dim) const {
+    return shape()[layout::normalize_dim(dim, this->dim(), "AnyTensor::size")];
+  }
   index_t numel() const { return shape().numel(); }
   const Strides& strides() const { return layout_.strides; }
   bool is_contiguous() const { return layout::is_contiguous(layout_); }

@@ -7,7 +7,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -115,10 +114,10 @@ class RaggedTensorDict {
   std::vector<Tensor<T>> to_list(const NestedKey& key) const {
     const char* fn = "RaggedTensorDict::to_list";
     const Entry& entry = entry_at(key, fn);
-    const Tensor<T>& data = typed<T>(entry, key, fn);
+    typed<T>(entry, key, fn);
     std::vector<Tensor<T>> out;
     for (index_t i = 0; i < size(); ++i)
-      out.push_back(element_of<T>(entry, data, i));
+      out.push_back(element_of(entry, i).get<T>(fn));
     return out;
   }
   /// A nested RaggedTensorDict.
@@ -138,11 +137,7 @@ class RaggedTensorDict {
         out.set(item.key, item.dict->element(i));
         continue;
       }
-      const Entry& entry = *item.tensor;
-      out.set(item.key, entry.data.visit([&](const auto& data) {
-        using T = typename std::decay_t<decltype(data)>::value_type;
-        return AnyTensor(element_of<T>(entry, data, i));
-      }));
+      out.set(item.key, element_of(*item.tensor, i));
     }
     return out;
   }
@@ -213,14 +208,15 @@ class RaggedTensorDict {
                                "rank >= 1");
     return ExactBatch<T>(data);
   }
-  template <Element T>
-  Tensor<T> element_of(const Entry& entry, const Tensor<T>& data, index_t i) const {
-    if (!entry.ragged) return data.select(0, i);
-    const Tensor<T> element =
-        layout_ == RaggedLayout::packed
-            ? PackedBatch<T>(data, entry.shape_per_tensor, entry.first_idx).element(i)
-            : PaddedBatch<T>(data, entry.shape_per_tensor).element(i);
-    return entry.unit_last_dim ? element.select(-1, 0) : element;
+  /// Entry of stacked TensorDict i: a view of the stored data, untyped.
+  AnyTensor element_of(const Entry& entry, index_t i) const {
+    const Layout& data = entry.data.layout();
+    if (!entry.ragged) return entry.data.with_layout(layout::select(data, 0, i));
+    Layout element = layout_ == RaggedLayout::packed
+                         ? detail::packed_element(data, entry.shape_per_tensor, entry.first_idx, i)
+                         : detail::padded_element(data, entry.shape_per_tensor, i);
+    if (entry.unit_last_dim) element = layout::select(element, element.dim() - 1, 0);
+    return entry.data.with_layout(std::move(element));
   }
 
   /// Builds the stack of `parts` (keys, kinds and batch_dims checked here; `path` locates
@@ -317,22 +313,31 @@ class RaggedTensorDict {
       entry.unit_last_dim = entry.unit_last_dim || shape.back() != head.shape().back();
     }
     entry.ragged = true;
-    head.visit([&](const auto& first) {
-      using T = typename std::decay_t<decltype(first)>::value_type;
-      std::vector<Tensor<T>> list;
-      for (const AnyTensor& t : tensors)
-        list.push_back(entry.unit_last_dim ? t.get<T>(fn).unsqueeze(-1) : t.get<T>(fn));
-      if (layout == RaggedLayout::packed) {
-        PackedBatch<T> batch = list_to_packed(list);
-        entry.data = batch.data();
-        entry.shape_per_tensor = batch.shape_per_tensor();
-        entry.first_idx = batch.first_idx();
-      } else {
-        PaddedBatch<T> batch = list_to_padded(list, T(0));
-        entry.data = batch.data();
-        entry.shape_per_tensor = batch.shape_per_tensor();
-      }
-    });
+    // The batch is built untyped, as list_to_packed / list_to_padded(list, 0) would build it:
+    // zero bits are zero in every dtype.
+    std::vector<AnyTensor> elements;
+    for (const AnyTensor& t : tensors)
+      elements.push_back(entry.unit_last_dim ? t.with_layout(layout::unsqueeze(t.layout(), t.dim()))
+                                             : t);
+    const index_t batch = static_cast<index_t>(elements.size());
+    const index_t last_dim = elements[0].size(-1);
+    entry.shape_per_tensor = detail::shape_per_tensor_of(elements, fn);
+    if (layout == RaggedLayout::packed) {
+      entry.first_idx = get_first_idx(detail::rows_per_tensor(elements, fn));
+      entry.data = AnyTensor::empty(head.dtype(), Shape{entry.first_idx(batch), last_dim});
+    } else {
+      entry.data = AnyTensor::zeros(
+          head.dtype(),
+          detail::batched_shape(batch, fill_max_shape(entry.shape_per_tensor, {}), last_dim));
+    }
+    for (index_t i = 0; i < batch; ++i) {
+      const Layout& data = entry.data.layout();
+      entry.data.assign_at(
+          layout == RaggedLayout::packed
+              ? detail::packed_element(data, entry.shape_per_tensor, entry.first_idx, i)
+              : detail::padded_element(data, entry.shape_per_tensor, i),
+          elements[i], fn);
+    }
     return entry;
   }
 

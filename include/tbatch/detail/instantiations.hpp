@@ -1,0 +1,44 @@
+#pragma once
+// The function templates that the tbatch::compiled library (CMake option TBATCH_COMPILED)
+// instantiates for every dtype. tbatch.hpp declares them `extern` when TBATCH_COMPILED is
+// defined, so a translation unit that calls them compiles only the call; src/compiled.cpp
+// defines them once. Expand with TBATCH_DETAIL_INSTANTIATION_KIND defined as `extern` (the
+// declarations) or as nothing (the definitions), inside namespace tbatch.
+
+#include <array>
+#include <vector>
+
+#include "tbatch/batch/conversions.hpp"
+#include "tbatch/core/dtype.hpp"
+#include "tbatch/ops/pad.hpp"
+#include "tbatch/ops/space_to_batch.hpp"
+
+#define TBATCH_DETAIL_INSTANTIATE(T, tag, text)                                                    \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T> list_to_padded<T>(                      \
+      const std::vector<Tensor<T>>&, T, const std::vector<index_t>&);                              \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> list_to_packed<T>(                      \
+      const std::vector<Tensor<T>>&);                                                              \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T> list_to_padded_into<T>(                 \
+      const std::vector<Tensor<T>>&, T, Tensor<T>);                                                \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> list_to_packed_into<T>(                 \
+      const std::vector<Tensor<T>>&, Tensor<T>);                                                   \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> to_packed<PaddedBatch<T>>(              \
+      const PaddedBatch<T>&);                                                                      \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> to_packed<ExactBatch<T>>(               \
+      const ExactBatch<T>&);                                                                       \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T> to_padded<PackedBatch<T>>(              \
+      const PackedBatch<T>&, T, const std::vector<index_t>&);                                      \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T> to_padded<ExactBatch<T>>(               \
+      const ExactBatch<T>&, T, const std::vector<index_t>&);                                       \
+  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> padded_to_packed<T>(const Tensor<T>&,        \
+                                                                          const Tensor<index_t>&); \
+  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> packed_to_padded<T>(                         \
+      const Tensor<T>&, const Tensor<index_t>&, const Tensor<index_t>&, T,                         \
+      const std::vector<index_t>&);                                                                \
+  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> pad<T>(                                      \
+      const Tensor<T>&, const std::vector<index_t>&, PadMode, T);                                  \
+  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> space_to_batch_nd<T>(                        \
+      const Tensor<T>&, const std::vector<index_t>&, const std::vector<std::array<index_t, 2>>&,   \
+      T);                                                                                          \
+  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> batch_to_space_nd<T>(                        \
+      const Tensor<T>&, const std::vector<index_t>&, const std::vector<std::array<index_t, 2>>&);
