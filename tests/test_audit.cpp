@@ -196,10 +196,9 @@ TEST_CASE("audit: pad", "[audit]") {
   AUDIT(ShapeError, pad_into(x.view(), {1, 1}, out.view()),
         {"pad_into", "out has shape [2, 5]", "[2, 6]"});
   Tensor<float> same = ones({2, 6});
-  AUDIT(ValueError, pad_into(same.narrow(1, 0, 4).view(), {1, 1}, same.view()),
-        {"pad_into", "shares memory"});
   Tensor<float> expanded = ones({1, 6}).expand({2, 6});
-  AUDIT(ValueError, pad_into(x.view(), {1, 1}, expanded.view()), {"pad_into", "strides"});
+  AUDIT(ValueError, pad_into(x.view(), {1, 1}, expanded.view()),
+        {"pad_into", "out", "strides [0, 1]", "one address"});
   const auto batch = list_to_padded(std::vector<Tensor<float>>{ones({2, 3}), ones({1, 3})}, 0.0f);
   AUDIT(ValueError, pad(batch, {0, 0, 2, 0}, PadMode::reflect), {"pad", "(2, 0)", "element 0"});
   AUDIT(ShapeError, pad(to_packed(batch), {1, 1, 1, 1, 1, 1}), {"pad", "3 (before, after) pairs"});

@@ -218,3 +218,21 @@ TEST_CASE("detail::gather_by_offsets and scatter_by_offsets move rows by element
   CHECK(target(0, 1) == 2);
   CHECK(target(1, 1) == 0);
 }
+
+TEST_CASE("parallel_for visits every step and rethrows a body's exception after the loop",
+          "[engine]") {
+  std::vector<int> visits(10, 0);
+  detail::parallel_for(0, 10, 3, true, [&](index_t i) { ++visits[static_cast<std::size_t>(i)]; });
+  CHECK(visits == std::vector<int>{1, 0, 0, 1, 0, 0, 1, 0, 0, 1});
+  // With TBATCH_OPENMP the bodies run on several threads: the exception must not leave the
+  // parallel region (std::terminate) but reach the caller.
+  std::vector<int> written(1000, 0);
+  CHECK_THROWS_AS(detail::parallel_for(0, 1000, 1, true,
+                                       [&](index_t i) {
+                                         if (i == 537) throw std::runtime_error("body 537");
+                                         written[static_cast<std::size_t>(i)] = 1;
+                                       }),
+                  std::runtime_error);
+  CHECK(written[537] == 0);
+  detail::parallel_for(5, 5, 1, true, [&](index_t) { FAIL("no step in an empty range"); });
+}

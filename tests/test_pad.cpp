@@ -713,11 +713,13 @@ TEMPLATE_TEST_CASE("pad reports every bad argument", "[pad][errors]", float, Eig
                              "[1, 1] has shape [3, 6]");
     Tensor<T> row(Shape{1, 6});
     TBATCH_CHECK_THROWS_WITH(pad_into(x.view(), {1, 1}, row.view().expand({3, 6})), ValueError,
-                             "pad_into: out has strides [0, 1] for shape [3, 6], which put "
-                             "several elements at one address");
-    Tensor<T> wide(Shape{3, 6});
-    TBATCH_CHECK_THROWS_WITH(pad_into(wide.view().narrow(1, 1, 4), {1, 1}, wide.view()), ValueError,
-                             "pad_into: out shares memory with x");
+                             "pad_into: out has shape [3, 6] and strides [0, 1], which put "
+                             "several of its elements at one address");
+    Tensor<T> wide = testing::iota<T>(Shape{3, 6});
+    // x inside out: padded as it was before the call (view/aliasing.hpp).
+    const Tensor<T> expected = pad(wide.narrow(1, 1, 4), {1, 1});
+    pad_into(wide.view().narrow(1, 1, 4), {1, 1}, wide.view());
+    CHECK(wide == expected);
     TBATCH_CHECK_THROWS_WITH(
         pad_into(x.view(), {1, 1}, wide.view(), PadMode::circular, value_of<T>(1)), ValueError,
         "pad_into: value 1 is only used by mode constant");

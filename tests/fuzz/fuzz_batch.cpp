@@ -186,6 +186,53 @@ void fuzz_list(FuzzInput& in) {
   });
 }
 
+/// list_to_padded_into / list_to_packed_into whose elements and output are views of one
+/// buffer, overlapping at will (and now and then an expanded output): the result must equal the
+/// same call on copies into a separate output (view/aliasing.hpp), or be a tbatch::Error.
+void fuzz_into_aliased(FuzzInput& in) {
+  const index_t buffer_rows = in.in_range(1, 24), last_dim = in.in_range(1, 3);
+  const Tensor<T> buffer = values_from<T>(in, Shape{buffer_rows, last_dim});
+  auto rows_of_buffer = [&] {
+    const index_t start = in.in_range(0, buffer_rows - 1);
+    return buffer.narrow(0, start, in.in_range(0, buffer_rows - start));
+  };
+  std::vector<Tensor<T>> list, copies;
+  for (index_t i = in.in_range(0, 4); i > 0; --i) {
+    list.push_back(rows_of_buffer());
+    copies.push_back(list.back().clone());
+  }
+  const bool packed = in.boolean();
+  const bool expanded = in.byte() < 24;
+  Tensor<T> out =
+      expanded ? buffer.narrow(0, 0, 1).expand({in.in_range(1, 4), last_dim}) : rows_of_buffer();
+  if (!packed) {  // (B, max rows, last) from the buffer's rows, when they divide evenly
+    const index_t b = static_cast<index_t>(list.size());
+    if (b == 0 || out.size(0) % b != 0) return;
+    out = out.reshape({b, out.size(0) / b, last_dim});
+  }
+  const T padding = static_cast<T>(-3);
+  std::optional<Tensor<T>> expected;
+  if (packed) {
+    if (!accepts([&] { expected = list_to_packed(copies).data(); })) return;
+  } else {
+    if (!accepts([&] {
+          expected = list_to_padded(copies, padding, std::vector<index_t>{out.size(1)}).data();
+        }))
+      expected.reset();
+  }
+  const bool accepted = accepts([&] {
+    if (packed)
+      list_to_packed_into(list, out);
+    else
+      list_to_padded_into(list, padding, out);
+  });
+  if (!accepted) return;
+  expect(!expanded || out.size(0) <= 1, "an expanded output is rejected");
+  // An empty list writes nothing (and list_to_packed of it has last dim 0).
+  expect(expected.has_value() && (list.empty() ? out.numel() == 0 : out == *expected),
+         "an _into call with aliased elements equals the call on copies");
+}
+
 void fuzz_first_idx_and_tile(FuzzInput& in) {
   const index_t batch = in.in_range(0, 6);
   Tensor<index_t> numel(Shape{batch});
@@ -222,7 +269,7 @@ void fuzz_first_idx_and_tile(FuzzInput& in) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tbatch::fuzz;
   FuzzInput in(data, size);
-  switch (in.byte() % 4) {
+  switch (in.byte() % 5) {
     case 0:
       fuzz_packed(in);
       break;
@@ -231,6 +278,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     case 2:
       fuzz_list(in);
+      break;
+    case 3:
+      fuzz_into_aliased(in);
       break;
     default:
       fuzz_first_idx_and_tile(in);

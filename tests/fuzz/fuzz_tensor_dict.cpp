@@ -3,6 +3,9 @@
 // accepted step must give a dict whose entries equal the mirrors and whose batch size equals
 // the shape of the batch-only entry. Rejections must be tbatch::Errors.
 
+#include <algorithm>
+#include <string>
+
 #include "fuzz_input.hpp"
 
 namespace tbatch::fuzz {
@@ -200,5 +203,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(td, m);
   for (int steps = in.in_range(1, 6); steps > 0; --steps)
     step(in, td, m);
+
+  // Locked, no replacement may change the key set, nested keys included (tensor by dict, dict
+  // by tensor, dict by a dict of other keys); the same kinds and keys are accepted.
+  auto key_set = [](const TensorDict& dict) {
+    std::vector<std::vector<std::string>> paths;
+    for (const NestedKey& key : dict.keys(true))
+      paths.push_back(key.parts());
+    std::sort(paths.begin(), paths.end());
+    return paths;
+  };
+  const auto keys_before = key_set(td);
+  td.lock_();
+  for (int tries = in.in_range(0, 4); tries > 0; --tries) {
+    const Shape& batch_now = td.batch_size();
+    const std::string key = in.boolean() ? "points" : "nested";
+    TensorDict replacement(batch_now);
+    Shape with_pair = batch_now;
+    with_pair.push_back(2);
+    if (in.boolean())
+      replacement.set(in.boolean() ? "ids" : "other", Tensor<std::int64_t>(with_pair));
+    const bool as_dict = in.boolean();
+    const bool accepted = accepts([&] {
+      if (as_dict)
+        td.set(key, replacement);
+      else
+        td.set(key, Tensor<float>(with_pair));
+    });
+    expect(key_set(td) == keys_before, "a locked TensorDict keeps its key set");
+    expect(!accepted || (key == "nested") == as_dict, "a locked TensorDict keeps its kinds");
+  }
   return 0;
 }

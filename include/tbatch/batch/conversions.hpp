@@ -64,13 +64,14 @@ template <class T>
 void write_padded(const std::vector<Tensor<T>>& elements, Tensor<T>& out, T padding_value) {
   const StridedView<T> padded = out.view();
   const Stores stores = stores_for_output(out);
-  TBATCH_PARALLEL_FOR(out.numel() * index_t(sizeof(T)) > parallel_min_bytes)
-  for (std::size_t i = 0; i < elements.size(); ++i) {
-    const StridedView<T> slot = padded.select(0, static_cast<index_t>(i));
-    fill_padding(slot, elements[i].shape(), padding_value, stores);
-    copy_views(StridedView<const T>(elements[i].view()), valid_box(slot, elements[i].shape()),
-               stores);
-  }
+  parallel_for(0, index_t(elements.size()), 1,
+               out.numel() * index_t(sizeof(T)) > parallel_min_bytes, [&](index_t i) {
+                 const Tensor<T>& element = elements[static_cast<std::size_t>(i)];
+                 const StridedView<T> slot = padded.select(0, i);
+                 fill_padding(slot, element.shape(), padding_value, stores);
+                 copy_views(StridedView<const T>(element.view()), valid_box(slot, element.shape()),
+                            stores);
+               });
 }
 
 /// Rows of packed `out` that hold element `row_start`.. reshaped to `shape`.
@@ -89,10 +90,12 @@ void write_packed(const std::vector<Tensor<T>>& elements, const Tensor<index_t>&
                   Tensor<T>& out) {
   const StridedView<T> packed = out.view();
   const Stores stores = stores_for_output(out);
-  TBATCH_PARALLEL_FOR(out.numel() * index_t(sizeof(T)) > parallel_min_bytes)
-  for (std::size_t i = 0; i < elements.size(); ++i)
-    copy_views(StridedView<const T>(elements[i].view()),
-               packed_rows(packed, first_idx.data()[i], elements[i].shape()), stores);
+  parallel_for(0, index_t(elements.size()), 1,
+               out.numel() * index_t(sizeof(T)) > parallel_min_bytes, [&](index_t i) {
+                 const Tensor<T>& element = elements[static_cast<std::size_t>(i)];
+                 copy_views(StridedView<const T>(element.view()),
+                            packed_rows(packed, first_idx.data()[i], element.shape()), stores);
+               });
 }
 
 /// Rows per element of a list of Tensor<T> or AnyTensor (product of all dims but the last).
@@ -159,11 +162,17 @@ PaddedBatch<T> list_to_padded(const std::vector<Tensor<T>>& list, T padding_valu
 /// list_to_padded into a caller-owned tensor `out` of shape (B, max_shape..., last_dim), which
 /// may be any writable view (reused across calls to avoid allocation). ShapeError when out's
 /// rank, batch size or last dim do not fit the list, when a padded size of out is smaller than
-/// some tensor, or when the tensors differ in rank or last dim. Returns the batch viewing `out`.
+/// some tensor, or when the tensors differ in rank or last dim; ValueError when out holds an
+/// address twice. Tensors that share elements with `out` (re-ordering a batch into its own
+/// buffer, say) are copied before out is written. Returns the batch viewing `out`.
 template <class T>
-PaddedBatch<T> list_to_padded_into(const std::vector<Tensor<T>>& list, T padding_value,
+PaddedBatch<T> list_to_padded_into(const std::vector<Tensor<T>>& list_in, T padding_value,
                                    Tensor<T> out) {
-  const Tensor<index_t> shape_per_tensor = detail::shape_per_tensor_of(list, "list_to_padded_into");
+  const Tensor<index_t> shape_per_tensor =
+      detail::shape_per_tensor_of(list_in, "list_to_padded_into");
+  detail::check_distinct_elements(out.view(), "list_to_padded_into");
+  std::vector<Tensor<T>> staging;
+  const std::vector<Tensor<T>>& list = detail::unaliased(list_in, out.view(), staging);
   const index_t batch = static_cast<index_t>(list.size());
   if (out.dim() < 2 || out.size(0) != batch ||
       (!list.empty() && (out.dim() != list[0].dim() + 1 || out.size(-1) != list[0].size(-1))))
@@ -197,10 +206,15 @@ PackedBatch<T> list_to_packed(const std::vector<Tensor<T>>& list) {
 
 /// list_to_packed into a caller-owned tensor `out` of shape (total rows, last_dim), which may be
 /// any writable view; ShapeError when out has another shape or the tensors differ in rank or
-/// last dim. Returns the batch viewing `out`.
+/// last dim, ValueError when out holds an address twice. Tensors that share elements with `out`
+/// are copied before out is written. Returns the batch viewing `out`.
 template <class T>
-PackedBatch<T> list_to_packed_into(const std::vector<Tensor<T>>& list, Tensor<T> out) {
-  const Tensor<index_t> shape_per_tensor = detail::shape_per_tensor_of(list, "list_to_packed_into");
+PackedBatch<T> list_to_packed_into(const std::vector<Tensor<T>>& list_in, Tensor<T> out) {
+  const Tensor<index_t> shape_per_tensor =
+      detail::shape_per_tensor_of(list_in, "list_to_packed_into");
+  detail::check_distinct_elements(out.view(), "list_to_packed_into");
+  std::vector<Tensor<T>> staging;
+  const std::vector<Tensor<T>>& list = detail::unaliased(list_in, out.view(), staging);
   const Tensor<index_t> first_idx =
       get_first_idx(detail::rows_per_tensor(list, "list_to_packed_into"));
   const Shape needed{first_idx.data()[list.size()], list.empty() ? out.size(-1) : list[0].size(-1)};
@@ -245,8 +259,9 @@ PackedBatch<typename B::value_type> to_packed(const B& batch) {
     const Tensor<index_t> first_idx = get_first_idx(rows);
     if constexpr (std::is_same_v<B, ExactBatch<T>>) {
       if (batch.data().is_contiguous())
-        return PackedBatch<T>(batch.data().reshape({-1, batch.last_dim()}), shape_per_tensor,
-                              first_idx);
+        return PackedBatch<T>(
+            batch.data().reshape({first_idx.data()[batch.batch_size()], batch.last_dim()}),
+            shape_per_tensor, first_idx);
     }
     Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[batch.batch_size()], batch.last_dim()});
     detail::write_packed(batch.to_list(), first_idx, out);
@@ -346,7 +361,8 @@ Tensor<T> tile_to_packed(const Tensor<T>& values, const Tensor<index_t>& numel_p
 /// Applies `f` (`Tensor<T>` -> `Tensor<U>`) to every element and returns the same layout: exact
 /// results must share one shape (ShapeError naming the first that differs); padded results are
 /// re-padded with `padding_value` (0 if not given); every layout needs results of one rank and
-/// last dim (ShapeError).
+/// last dim (ShapeError). An empty batch gives an empty batch of the same layout, element rank
+/// and last dim (f is not called).
 template <Batch B, class F>
 auto map_elements(
     const B& batch, F&& f,
@@ -355,6 +371,16 @@ auto map_elements(
   using T = typename B::value_type;
   using Result = std::invoke_result_t<F, Tensor<T>>;
   using U = typename Result::value_type;
+  if (batch.batch_size() == 0) {  // f is never called: the input's element rank and last dim
+    const Tensor<index_t> no_shapes(Shape{0, batch.element_rank() - 1});
+    if constexpr (std::is_same_v<B, PackedBatch<T>>)
+      return PackedBatch<U>(Tensor<U>(Shape{0, batch.last_dim()}), no_shapes,
+                            Tensor<index_t>(Shape{1}, 0));
+    else if constexpr (std::is_same_v<B, PaddedBatch<T>>)
+      return PaddedBatch<U>(Tensor<U>(batch.data().shape()), no_shapes);
+    else
+      return ExactBatch<U>(Tensor<U>(batch.data().shape()));
+  }
   std::vector<Tensor<U>> results;
   results.reserve(batch.batch_size());
   for (index_t i = 0; i < batch.batch_size(); ++i)

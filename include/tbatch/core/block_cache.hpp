@@ -17,9 +17,12 @@ class BlockCache {
  public:
   static constexpr std::size_t min_block_bytes = std::size_t(1) << 20;
 
+  /// The process's cache. Never destroyed, so a storage freed at any point of static destruction
+  /// (a tensor held by another static object, say) still finds it; the blocks it holds at exit
+  /// go back to the system with the process.
   static BlockCache& instance() {
-    static BlockCache cache;
-    return cache;
+    static BlockCache* const cache = new BlockCache;
+    return *cache;
   }
 
   /// A block of at least `bytes` (aligned as Eigen's allocator aligns).
@@ -72,10 +75,6 @@ class BlockCache {
 
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
-  ~BlockCache() {
-    limit_bytes_ = 0;
-    trim_locked();
-  }
 
  private:
   struct Block {

@@ -277,6 +277,7 @@ Tensor<T> Tensor<T>::index(std::initializer_list<TensorIndex> indices) const {
 
 template <class T>
 void Tensor<T>::index_put(std::initializer_list<TensorIndex> indices, const Tensor& value) {
+  detail::check_distinct_elements(view(), "index_put", "the tensor");
   const auto plan = detail::plan_index(layout_, indices, this->dim(), "index_put");
   const Shape target = detail::indexed_shape(plan);
   if (!layout::broadcasts_to(value.shape(), target))
@@ -288,6 +289,7 @@ void Tensor<T>::index_put(std::initializer_list<TensorIndex> indices, const Tens
 
 template <class T>
 void Tensor<T>::index_fill(std::initializer_list<TensorIndex> indices, T value) {
+  detail::check_distinct_elements(view(), "index_fill", "the tensor");
   const auto plan = detail::plan_index(layout_, indices, this->dim(), "index_fill");
   if (!plan.has_advanced()) {
     fill(StridedView<T>(base(), plan.basic), value);

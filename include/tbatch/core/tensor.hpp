@@ -281,6 +281,42 @@ void print_block(std::ostream& out, const StridedView<const T>& v, bool elide, i
 }
 }  // namespace detail
 
+namespace detail {
+
+/// `input`, or a copy of it when it shares elements with `out`, the view a function is about
+/// to write (rule 2 of view/aliasing.hpp).
+template <class S, class D>
+Tensor<S> unaliased(const Tensor<S>& input, const StridedView<D>& out) {
+  return may_share_elements(input.view(), out) ? input.clone() : input;
+}
+
+/// `input`, or, when it shares elements with `out`, a view of its copy kept in `staging`.
+template <class T, class D>
+StridedView<const T> unaliased(const StridedView<const T>& input, const StridedView<D>& out,
+                               Tensor<T>& staging) {
+  if (!may_share_elements(input, out)) return input;
+  staging = Tensor<T>::from_view(input);
+  return StridedView<const T>(staging.view());
+}
+
+/// `list`, or, when some of its tensors share elements with `out`, `staging` holding the list
+/// with those tensors copied (rule 2 of view/aliasing.hpp).
+template <class T>
+const std::vector<Tensor<T>>& unaliased(const std::vector<Tensor<T>>& list,
+                                        const StridedView<T>& out,
+                                        std::vector<Tensor<T>>& staging) {
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (!may_share_elements(list[i].view(), out)) continue;
+    staging = list;
+    for (std::size_t j = i; j < list.size(); ++j)
+      staging[j] = unaliased(list[j], out);
+    return staging;
+  }
+  return list;
+}
+
+}  // namespace detail
+
 /// numpy-like text: "tensor([[1, 2], [3, 4]], dtype=int32)"; large tensors are elided.
 template <class T>
 std::ostream& operator<<(std::ostream& out, const Tensor<T>& t) {

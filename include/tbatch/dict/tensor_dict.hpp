@@ -314,8 +314,9 @@ class TensorDict {
     return true;
   }
 
-  /// A locked TensorDict (and its nested ones) rejects new and removed keys (KeyError); values
-  /// of existing keys can still be replaced and written.
+  /// A locked TensorDict (and its nested ones) keeps its full key set, nested keys included:
+  /// adding or removing a key, replacing a tensor by a TensorDict or the reverse, or a nested
+  /// TensorDict by one of other keys is a KeyError. Tensors can still be replaced and written.
   TensorDict& lock_() {
     set_locked(true);
     return *this;
@@ -634,6 +635,9 @@ class TensorDict {
   Names names_after_index(std::initializer_list<TensorIndex> indices, const detail::IndexPlan& plan,
                           std::size_t rank) const;
   static void check_writable(const Layout& target, const detail::KeyPath& path, const char* fn);
+  static void run_writes(std::vector<PendingWrite>& writes, const char* fn);
+  /// True when both hold the same keys, nested keys included.
+  static bool same_key_set(const TensorDict& a, const TensorDict& b);
   static void check_broadcast(const Shape& value, const Shape& target, const detail::KeyPath& path,
                               const char* fn);
   /// Zero-filled entries shaped like `value`'s: `outer` and `outer_names` (the top-level batch

@@ -130,6 +130,11 @@ inline void TensorDict::put(const std::string& key, Value value) {
 
 inline void TensorDict::set_tensor(const NestedKey& key, AnyTensor value, const char* fn) {
   const TensorDict& holder = check_set_path(key, fn);
+  const Value* existing = holder.find(key.back());
+  if (holder.locked_ && existing != nullptr && existing->is_dict())
+    detail::fail<KeyError>(fn, "cannot replace the nested TensorDict at key ", key,
+                           " with a tensor in a locked TensorDict (its keys would be removed); "
+                           "call unlock_() first");
   if (!detail::starts_with(value.shape(), holder.batch_size_))
     detail::fail<ShapeError>(fn, "batch dimension mismatch, got batch_size=", holder.batch_size_,
                              " and value.shape=", value.shape(), " for key ", key,
@@ -139,6 +144,17 @@ inline void TensorDict::set_tensor(const NestedKey& key, AnyTensor value, const 
 
 inline void TensorDict::set_dict(const NestedKey& key, TensorDict value, const char* fn) {
   const TensorDict& holder = check_set_path(key, fn);
+  if (const Value* existing = holder.find(key.back()); holder.locked_ && existing != nullptr) {
+    if (existing->is_tensor())
+      detail::fail<KeyError>(fn, "cannot replace the tensor at key ", key,
+                             " with a TensorDict in a locked TensorDict (keys would be added); "
+                             "call unlock_() first");
+    if (!same_key_set(existing->dict(), value))
+      detail::fail<KeyError>(fn, "cannot replace the nested TensorDict at key ", key, " (keys ",
+                             detail::KeysText{existing->dict().keys()},
+                             ") with one of other keys (", detail::KeysText{value.keys()},
+                             ") in a locked TensorDict; call unlock_() first");
+  }
   if (!detail::starts_with(value.batch_size_, holder.batch_size_))
     detail::fail<ShapeError>(fn, "batch dimension mismatch, got batch_size=", holder.batch_size_,
                              " and value.batch_size=", value.batch_size_, " for key ", key,
@@ -150,6 +166,17 @@ inline void TensorDict::set_dict(const NestedKey& key, TensorDict value, const c
   TensorDict& target = holder_for_set(key);
   if (target.locked_) value.set_locked(true);
   target.put(key.back(), Value(std::move(value)));
+}
+
+inline bool TensorDict::same_key_set(const TensorDict& a, const TensorDict& b) {
+  auto paths = [](const TensorDict& td) {
+    std::vector<std::vector<std::string>> out;
+    for (const NestedKey& key : td.keys(true))
+      out.push_back(key.parts());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  return paths(a) == paths(b);
 }
 
 inline void TensorDict::set_value(const std::string& key, const Value& value, const char* fn) {

@@ -77,8 +77,7 @@ inline void TensorDict::index_put(std::initializer_list<TensorIndex> indices,
   std::vector<PendingWrite> writes;
   detail::KeyPath path;
   destination->plan_writes(value, indices, indexable, fn, writes, path);
-  for (PendingWrite& w : writes)
-    w.target.index_put_planned(w.plan, w.value, fn);
+  run_writes(writes, fn);
   if (destination == &staged) *this = std::move(staged);
 }
 
@@ -90,8 +89,8 @@ void TensorDict::index_put(std::initializer_list<TensorIndex> indices, const Ten
   detail::plan_index(layout::contiguous(batch_size_), indices, indexable, fn);
   std::vector<PendingWrite> writes;
   auto plan_one = [&](AnyTensor& t, const detail::KeyPath& path) {
+    check_writable(t.layout(), path, fn);
     detail::IndexPlan plan = detail::plan_index(t.layout(), indices, indexable, fn);
-    check_writable(plan.basic, path, fn);
     check_broadcast(value.shape(), detail::indexed_shape(plan), path, fn);
     std::optional<AnyTensor> converted = t.converted_like(value);
     if (!converted) {
@@ -106,8 +105,7 @@ void TensorDict::index_put(std::initializer_list<TensorIndex> indices, const Ten
   };
   detail::KeyPath path;
   for_each_leaf(plan_one, path);
-  for (PendingWrite& w : writes)
-    w.target.index_put_planned(w.plan, w.value, fn);
+  run_writes(writes, fn);
 }
 
 // ---- indexing helpers
@@ -180,13 +178,27 @@ inline TensorDict::Names TensorDict::names_after_index(std::initializer_list<Ten
   return out;
 }
 
+inline void TensorDict::run_writes(std::vector<PendingWrite>& writes, const char* fn) {
+  // A value read after an earlier write into its buffer is copied first, so every value is
+  // read as it was before the call (view/aliasing.hpp; a write's own value is staged by the
+  // engine).
+  for (std::size_t i = 1; i < writes.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (writes[i].value.shares_storage_with(writes[j].target)) {
+        writes[i].value = writes[i].value.clone();
+        break;
+      }
+  for (PendingWrite& w : writes)
+    w.target.index_put_planned(w.plan, w.value, fn);
+}
+
 inline void TensorDict::check_writable(const Layout& target, const detail::KeyPath& path,
                                        const char* fn) {
-  for (index_t d = 0; d < target.dim(); ++d)
-    if (target.shape[d] > 1 && target.strides[d] == 0)
-      detail::fail<ValueError>(fn, "entry ", path, " is an expanded view (stride 0 at dim ", d,
-                               " of the indexed part) whose elements share memory; writing "
-                               "into it is not permitted; clone() it first");
+  if (detail::repeats_elements(target))
+    detail::fail<ValueError>(fn, "entry ", path, " has shape ", target.shape, " and strides ",
+                             detail::listed(target.strides),
+                             ", which put several of its elements at one address (an expanded "
+                             "view); writing into it is not permitted; clone() it first");
 }
 
 inline void TensorDict::check_broadcast(const Shape& value, const Shape& target,
@@ -236,8 +248,8 @@ inline void TensorDict::plan_writes(const TensorDict& value,
         detail::fail<TypeError>(fn, "entry ", path, " has dtype ", target.dtype(),
                                 " but the value's has dtype ", v.tensor().dtype(),
                                 "; expected the same dtype");
+      check_writable(target.layout(), path, fn);
       detail::IndexPlan plan = detail::plan_index(target.layout(), indices, indexable, fn);
-      check_writable(plan.basic, path, fn);
       check_broadcast(v.tensor().shape(), detail::indexed_shape(plan), path, fn);
       writes.push_back(PendingWrite{target, std::move(plan), v.tensor()});
     } else {

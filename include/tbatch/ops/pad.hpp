@@ -450,11 +450,11 @@ void pad_blocked(const StridedView<const T>& src, const StridedView<T>& dst,
   const index_t rows = out.size(0);
   const index_t row_bytes = out.numel() / rows * index_t(sizeof(T));
   const index_t step = std::max<index_t>(1, pad_block_bytes / std::max<index_t>(row_bytes, 1));
-  TBATCH_PARALLEL_FOR(out.numel() * index_t(sizeof(T)) > parallel_min_bytes)
-  for (index_t r = 0; r < rows; r += step) {
-    const index_t n = std::min(step, rows - r);
-    pad_block(in.narrow(0, r, n), out.narrow(0, r, n), plan, mode, value, stores);
-  }
+  parallel_for(0, rows, step, out.numel() * index_t(sizeof(T)) > parallel_min_bytes,
+               [&](index_t r) {
+                 const index_t n = std::min(step, rows - r);
+                 pad_block(in.narrow(0, r, n), out.narrow(0, r, n), plan, mode, value, stores);
+               });
 }
 
 /// The pad kernel: writes `src` padded by `pads` into `dst` (shape checked by the caller, no
@@ -494,22 +494,6 @@ void pad_views(const StridedView<const T>& src, const StridedView<T>& dst,
     }
   }
   pad_blocked(src, dst, plan, mode, value, stores);
-}
-
-/// True when two elements of the layout share an address (an expanded view, say), which an
-/// output must not do.
-inline bool writes_overlap(const Shape& shape, const Strides& strides) {
-  if (shape.numel() <= 1) return false;
-  std::vector<std::pair<index_t, index_t>> dims;  // (|stride|, size) of dims with size > 1
-  for (std::size_t d = 0; d < shape.size(); ++d)
-    if (shape[d] > 1) dims.emplace_back(strides[d] < 0 ? -strides[d] : strides[d], shape[d]);
-  std::sort(dims.begin(), dims.end());
-  index_t reach = 0;  // farthest offset the inner dims reach
-  for (const auto& [stride, size] : dims) {
-    if (stride <= reach) return true;
-    reach += stride * (size - 1);
-  }
-  return false;
 }
 
 template <class T>
@@ -644,8 +628,9 @@ inline Shape pad_shape(const Shape& shape, const std::vector<index_t>& pad,
 
 /// pad into a caller-owned view `out` of shape pad_shape(x.shape(), pad, mode) (ShapeError
 /// otherwise), for example a slot of a larger tensor or memory the caller owns. `out` must not
-/// overlap `x` nor map two elements to one address (ValueError). Allocates nothing, except a
-/// temporary when a crop removes data a non-constant border mirrors. Other errors as pad.
+/// map two elements to one address (ValueError). Allocates nothing, except a copy of `x` when it
+/// shares elements with `out` and a temporary when a crop removes data a non-constant border
+/// mirrors. Other errors as pad.
 template <class S, class T>
 requires std::same_as<std::remove_const_t<S>, T>
 void pad_into(StridedView<S> x, const std::vector<index_t>& pad, StridedView<T> out,
@@ -659,16 +644,10 @@ void pad_into(StridedView<S> x, const std::vector<index_t>& pad, StridedView<T> 
     detail::fail<ShapeError>("pad_into", "out has shape ", out.shape(), " but x of shape ",
                              x.shape(), " padded by ", detail::listed(pad), " has shape ",
                              expected);
-  if (detail::writes_overlap(out.shape(), out.strides()))
-    detail::fail<ValueError>("pad_into", "out has strides ", detail::listed(out.strides()),
-                             " for shape ", out.shape(),
-                             ", which put several elements at one address; expected a "
-                             "writable layout (not an expanded view)");
-  if (detail::may_overlap(x, out))
-    detail::fail<ValueError>("pad_into",
-                             "out shares memory with x; expected an output separate from x");
-  detail::pad_views<T>(StridedView<const T>(x), out, pads, mode, value,
-                       detail::stores_for_output(out));
+  detail::check_distinct_elements(out, "pad_into");
+  Tensor<T> staging;
+  detail::pad_views<T>(detail::unaliased(StridedView<const T>(x), out, staging), out, pads, mode,
+                       value, detail::stores_for_output(out));
 }
 
 /// Each element of a batch padded inside its own valid extent (borders never read the batch

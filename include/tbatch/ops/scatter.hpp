@@ -541,23 +541,6 @@ inline void check_index_range(const char* function, std::string_view name,
       function, name, index, [&](index_t) { return size; }, [&](index_t) { return what; });
 }
 
-/// ValueError when the written-to view has a broadcast (stride 0) dim: several of its elements
-/// would share one memory location.
-template <class T>
-void check_writable(const char* function, std::string_view name, const StridedView<T>& v) {
-  for (index_t d = 0; d < v.dim(); ++d)
-    if (v.shape()[d] > 1 && v.strides()[d] == 0)
-      fail<ValueError>(function, name, " has stride 0 at dim ", d, " of size ", v.shape()[d],
-                       " (a broadcast view), so several of its elements share memory; scatter "
-                       "into a tensor that owns its elements (clone() it)");
-}
-
-/// `input`, or a copy of it when it overlaps the memory `dst` is about to be written through.
-template <class S, class D>
-Tensor<S> unaliased(const Tensor<S>& input, const StridedView<D>& dst) {
-  return may_overlap(input.view(), dst) ? input.clone() : input;
-}
-
 /// The shape `shape` without its first `count` dims, appended to `front`.
 inline Shape joined(Shape front, const Shape& shape, std::size_t from) {
   for (std::size_t d = from; d < shape.size(); ++d)
@@ -586,7 +569,7 @@ void paddle_scatter_into(const char* function, Tensor<T>& x, const Tensor<index_
                      index.shape(), " and x of shape ", x.shape(), " need ", expected,
                      " (the index count followed by x.shape[1:])");
   check_index_range(function, "index", index, x.size(0), "dim 0 of x");
-  check_writable(function, "x", x.view());
+  check_distinct_elements(x.view(), function, "x");
 
   const Tensor<index_t> rows = unaliased(index, x.view()).reshape({n});
   const Tensor<T> source = unaliased(index.dim() == 0 ? updates.unsqueeze(0) : updates, x.view());
@@ -629,7 +612,7 @@ void scatter_nd_add_into(const char* function, Tensor<T>& x, const Tensor<index_
           function, "index", index, [&](index_t flat) { return x.size(flat % q); },
           [&](index_t flat) { return concat("dim ", flat % q, " of x"); });
     }
-    check_writable(function, "x", x.view());
+    check_distinct_elements(x.view(), function, "x");
 
     const index_t k = leading.numel();
     const Tensor<index_t> coords = unaliased(index, x.view()).reshape({k, q});
@@ -681,7 +664,7 @@ void scatter_reduce_into(const char* function, Tensor<T>& self_tensor, index_t d
                          ", self shape ", self.shape(), "; only dim ", d, " may be larger)");
     }
     check_index_range(function, "index", index_tensor, self.size(d), concat("dim ", d, " of self"));
-    check_writable(function, "self", self.view());
+    check_distinct_elements(self.view(), function, "self");
     if (index.numel() == 0) return;
 
     const Shape& shape = index.shape();
@@ -748,7 +731,7 @@ void index_add_into(const char* function, Tensor<T>& self_tensor, index_t dim,
                          self_tensor.shape(), "; they must match at every dim but ", d, " (dim ", k,
                          ": ", source.size(k), " vs ", self.size(k), ")");
     check_index_range(function, "index", index, self.size(d), concat("dim ", d, " of self"));
-    check_writable(function, "self", self.view());
+    check_distinct_elements(self.view(), function, "self");
 
     const Tensor<index_t> at = unaliased(index, self.view()).reshape({n});
     const Tensor<T> values = unaliased(source, self.view());
@@ -828,7 +811,7 @@ void scatter_elements_into(const char* function, const B& batch,
     }
   }
   Tensor<T> data = batch.data();
-  check_writable(function, "the batch's data", data.view());
+  check_distinct_elements(data.view(), function, "the batch's data");
 
   const Tensor<index_t> targets = unaliased(element_index, data.view());
   const Tensor<index_t> positions = unaliased(local, data.view());

@@ -260,11 +260,12 @@ void copy_space_to_batch_box(StridedView<const T> from, StridedView<T> to, index
     copy_views(from, to, stores);
     return;
   }
-  TBATCH_PARALLEL_FOR(to.numel() * index_t(sizeof(T)) > parallel_min_bytes)
-  for (index_t s = 0; s < batch * rows; ++s) {
-    const index_t b = s / rows, o = s % rows;
-    copy_planned_source_order(from.select(m, b).select(m, o), to.select(m, b).select(m, o), stores);
-  }
+  parallel_for(0, batch * rows, 1, to.numel() * index_t(sizeof(T)) > parallel_min_bytes,
+               [&](index_t s) {
+                 const index_t b = s / rows, o = s % rows;
+                 copy_planned_source_order(from.select(m, b).select(m, o),
+                                           to.select(m, b).select(m, o), stores);
+               });
 }
 
 template <class T>
@@ -290,11 +291,10 @@ void run_batch_to_space(const BlockPlan& plan, StridedView<const T> x, StridedVi
     // Large boxes split into (batch, o_1) slabs, one copy each, across the threads.
     const index_t batch = m > 0 ? to.size(m) : 1, rows = m > 0 ? to.size(m + 1) : 1;
     if (batch * rows > 1 && to.numel() * index_t(sizeof(T)) > parallel_min_bytes) {
-      TBATCH_PARALLEL_FOR(true)
-      for (index_t s = 0; s < batch * rows; ++s) {
+      parallel_for(0, batch * rows, 1, true, [&](index_t s) {
         const index_t b = s / rows, o = s % rows;
         copy_views(from.select(m, b).select(m, o), to.select(m, b).select(m, o), stores);
-      }
+      });
       return;
     }
 #endif
@@ -309,9 +309,7 @@ void check_into(const char* function, const StridedView<S>& x, const StridedView
   if (!(out.shape() == expected))
     fail<ShapeError>(function, "out has shape ", out.shape(), " but the result for input shape ",
                      x.shape(), " has shape ", expected);
-  if (may_overlap(x, out))
-    fail<ValueError>(function,
-                     "out overlaps the input x; the output must not share memory with it");
+  check_distinct_elements(out, function);
 }
 
 /// Row-major block offsets of linear offset index `linear` (the last block dim fastest).
@@ -387,7 +385,8 @@ Tensor<T> space_to_batch_nd(const Tensor<T>& x, const std::vector<index_t>& bloc
 }
 
 /// space_to_batch_nd into a caller-owned view `out` of shape space_to_batch_nd_shape(...)
-/// (ShapeError otherwise) that must not overlap `x` (ValueError). Allocates nothing.
+/// (ShapeError otherwise) that must not map two elements to one address (ValueError).
+/// Allocates nothing, except a copy of `x` when it shares elements with `out`.
 template <class S, class T>
 requires std::same_as<std::remove_const_t<S>, T>
 void space_to_batch_nd_into(StridedView<S> x, const std::vector<index_t>& block_shape,
@@ -396,7 +395,9 @@ void space_to_batch_nd_into(StridedView<S> x, const std::vector<index_t>& block_
   const detail::BlockPlan plan =
       detail::plan_space_to_batch("space_to_batch_nd_into", x.shape(), block_shape, paddings);
   detail::check_into("space_to_batch_nd_into", x, out, plan.blocked_shape);
-  detail::run_space_to_batch<T>(plan, StridedView<const T>(x), out, pad_value);
+  Tensor<T> staging;
+  detail::run_space_to_batch<T>(plan, detail::unaliased(StridedView<const T>(x), out, staging), out,
+                                pad_value);
 }
 
 /// TensorFlow's BatchToSpaceND, the inverse of space_to_batch_nd: `x` is [batch] + M block
@@ -418,7 +419,8 @@ Tensor<T> batch_to_space_nd(const Tensor<T>& x, const std::vector<index_t>& bloc
 }
 
 /// batch_to_space_nd into a caller-owned view `out` of shape batch_to_space_nd_shape(...)
-/// (ShapeError otherwise) that must not overlap `x` (ValueError). Allocates nothing.
+/// (ShapeError otherwise) that must not map two elements to one address (ValueError).
+/// Allocates nothing, except a copy of `x` when it shares elements with `out`.
 template <class S, class T>
 requires std::same_as<std::remove_const_t<S>, T>
 void batch_to_space_nd_into(StridedView<S> x, const std::vector<index_t>& block_shape,
@@ -426,7 +428,9 @@ void batch_to_space_nd_into(StridedView<S> x, const std::vector<index_t>& block_
   const detail::BlockPlan plan =
       detail::plan_batch_to_space("batch_to_space_nd_into", x.shape(), block_shape, crops);
   detail::check_into("batch_to_space_nd_into", x, out, plan.spatial_shape);
-  detail::run_batch_to_space<T>(plan, StridedView<const T>(x), out);
+  Tensor<T> staging;
+  detail::run_batch_to_space<T>(plan, detail::unaliased(StridedView<const T>(x), out, staging),
+                                out);
 }
 
 /// An exact batch follows the dense rule: its data is [batch] + spatial + remaining, and the

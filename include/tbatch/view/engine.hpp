@@ -1,7 +1,6 @@
 #pragma once
-// The copy/fill/for-each engine. It plans a walk over several same-shaped strided views (drops
-// size-1 dims, orders dims by the destination's strides, merges dims that are contiguous
-// together) and hands kernels innermost runs. This file holds tbatch's only N-d index walk.
+// The copy/fill/for-each engine. It plans a walk over several same-shaped strided views
+// (view/walk.hpp) and hands kernels innermost runs; writes follow view/aliasing.hpp.
 
 #include <algorithm>
 #include <array>
@@ -17,92 +16,12 @@
 #include "tbatch/core/shape.hpp"
 #include "tbatch/core/small_vector.hpp"
 #include "tbatch/detail/streaming.hpp"
+#include "tbatch/view/aliasing.hpp"
 #include "tbatch/view/strided_view.hpp"
+#include "tbatch/view/walk.hpp"
 
 namespace tbatch {
 namespace detail {
-
-/// A walk over N operands: `sizes` (merged dims; the last one is the run) and each operand's
-/// strides for those dims. numel == 0 means there is nothing to visit.
-template <std::size_t N>
-struct RunPlan {
-  SmallVector<index_t, 8> sizes;
-  std::array<SmallVector<index_t, 8>, N> strides;
-  index_t numel = 0;
-
-  index_t run_length() const { return sizes.back(); }
-  index_t inner_stride(std::size_t k) const { return strides[k].back(); }
-};
-
-/// Plans the walk over operands that share `shape`; operand 0 (the destination) decides the
-/// visiting order, later operands break its ties and its broadcast (stride-0) dims.
-template <std::size_t N, class StrideList = Strides>
-RunPlan<N> plan_runs(const Shape& shape, const std::array<const StrideList*, N>& strides) {
-  RunPlan<N> plan;
-  plan.numel = shape.numel();
-  if (plan.numel == 0) return plan;
-  SmallVector<std::size_t, 8> dims;
-  for (std::size_t d = 0; d < shape.size(); ++d)
-    if (shape[d] != 1) dims.push_back(d);
-  // true when dim a should be visited outside dim b (it has the larger stride).
-  auto outer_than = [&](std::size_t a, std::size_t b) {
-    for (std::size_t k = 0; k < N; ++k) {
-      const index_t sa = std::abs((*strides[k])[a]), sb = std::abs((*strides[k])[b]);
-      if (sa == 0 || sb == 0) continue;
-      if (sa != sb) return sa > sb;
-    }
-    return false;
-  };
-  for (std::size_t i = 1; i < dims.size(); ++i)  // stable insertion sort, outermost first
-    for (std::size_t j = i; j > 0 && outer_than(dims[j], dims[j - 1]); --j)
-      std::swap(dims[j], dims[j - 1]);
-  for (std::size_t d : dims) {
-    const index_t size = shape[d];
-    bool merges = !plan.sizes.empty();
-    for (std::size_t k = 0; k < N && merges; ++k)
-      merges = plan.strides[k].back() == (*strides[k])[d] * size;
-    if (merges) {
-      plan.sizes.back() *= size;
-      for (std::size_t k = 0; k < N; ++k)
-        plan.strides[k].back() = (*strides[k])[d];
-    } else {
-      plan.sizes.push_back(size);
-      for (std::size_t k = 0; k < N; ++k)
-        plan.strides[k].push_back((*strides[k])[d]);
-    }
-  }
-  if (plan.sizes.empty()) {  // a single element
-    plan.sizes.push_back(1);
-    for (auto& s : plan.strides)
-      s.push_back(0);
-  }
-  return plan;
-}
-
-/// Visits every run of `plan`: calls visit(offsets) with each operand's element offset of the
-/// run's first element (added to `origin`). Outer dims are walked as an odometer.
-template <std::size_t N, class Visit>
-void walk_runs(const RunPlan<N>& plan, std::array<index_t, N> origin, Visit&& visit) {
-  if (plan.numel == 0) return;
-  const std::size_t outer = plan.sizes.size() - 1;
-  SmallVector<index_t, 8> counter(outer, 0);
-  std::array<index_t, N> offsets = origin;
-  while (true) {
-    visit(offsets);
-    std::size_t d = outer;
-    while (d > 0) {
-      --d;
-      for (std::size_t k = 0; k < N; ++k)
-        offsets[k] += plan.strides[k][d];
-      if (++counter[d] < plan.sizes[d]) break;
-      for (std::size_t k = 0; k < N; ++k)
-        offsets[k] -= plan.strides[k][d] * plan.sizes[d];
-      counter[d] = 0;
-      if (d == 0) return;
-    }
-    if (outer == 0) return;
-  }
-}
 
 template <class V, class... Vs>
 void check_same_shapes(const char* function, const V& first, const Vs&... rest) {
@@ -133,22 +52,6 @@ void for_each_run(const char* function, Fn&& fn, const StridedView<Ts>&... views
     }
     (std::make_index_sequence<N>{});
   });
-}
-
-/// Address range [lo, hi) of the bytes a view with elements touches.
-template <class T>
-std::pair<const char*, const char*> byte_extent(const StridedView<T>& v) {
-  const layout::Extent e = layout::extent(v.layout(), "may_overlap");
-  const char* base = reinterpret_cast<const char*>(v.element_pointer());
-  return {base + e.lowest * index_t(sizeof(T)), base + (e.highest + 1) * index_t(sizeof(T))};
-}
-
-template <class S, class D>
-bool may_overlap(const StridedView<S>& src, const StridedView<D>& dst) {
-  if (src.numel() == 0 || dst.numel() == 0) return false;
-  auto [slo, shi] = byte_extent(src);
-  auto [dlo, dhi] = byte_extent(dst);
-  return slo < dhi && dlo < shi;
 }
 
 /// Uninitialised room for one element, also for types whose default constructor zeroes
@@ -387,7 +290,7 @@ auto as_words(const StridedView<T>& v) {
 /// The planned part of copy_views: overlapping views go through a temporary.
 template <class S, class D>
 void copy_views_planned(const StridedView<const S>& src, const StridedView<D>& dst, Stores stores) {
-  if (may_overlap(src, dst)) {
+  if (may_share_elements(src, dst)) {
     const index_t n = src.numel();
     const auto staging = std::make_unique<S[]>(static_cast<std::size_t>(n));
     StridedView<S> staged(staging.get(), src.shape());
@@ -464,12 +367,14 @@ void fill_view(const StridedView<T>& dst, T value, Stores stores) {
 }  // namespace detail
 
 /// Copies `src` into `dst` element by element (converting with static_cast when the types
-/// differ). Shapes must match (ShapeError); expand() the source to broadcast. Overlapping
-/// source and destination are handled by copying through a temporary. Destinations of
-/// streaming_stores_min_bytes() or more are written with streaming stores.
+/// differ). Shapes must match (ShapeError); expand() the source to broadcast. A `dst` that holds
+/// an address twice is a ValueError; a source that shares elements with `dst` is read through a
+/// temporary (view/aliasing.hpp). Destinations of streaming_stores_min_bytes() or more are
+/// written with streaming stores.
 template <class S, class D>
 void copy(StridedView<const S> src, StridedView<D> dst) {
   static_assert(!std::is_const_v<D>, "copy: the destination view must be writable");
+  detail::check_distinct_elements(dst, "copy", "dst");
   detail::copy_views(src, dst, detail::stores_for_output(dst));
 }
 template <class S, class D>
@@ -478,9 +383,10 @@ requires(!std::is_const_v<S>) void copy(StridedView<S> src, StridedView<D> dst) 
 }
 
 /// Sets every element of `dst` to `value` (with streaming stores from
-/// streaming_stores_min_bytes()).
+/// streaming_stores_min_bytes()); ValueError when `dst` holds an address twice.
 template <class T>
 void fill(StridedView<T> dst, std::type_identity_t<T> value) {
+  detail::check_distinct_elements(dst, "fill", "dst");
   detail::fill_view(dst, value, detail::stores_for_output(dst));
 }
 

@@ -1,0 +1,99 @@
+#pragma once
+// The walk over same-shaped strided views: it drops size-1 dims, orders dims by the
+// destination's strides, merges dims that are contiguous together and visits innermost runs.
+// This file holds tbatch's only N-d index walk.
+
+#include <array>
+#include <cstdlib>
+#include <utility>
+
+#include "tbatch/core/shape.hpp"
+#include "tbatch/core/small_vector.hpp"
+
+namespace tbatch {
+namespace detail {
+
+/// A walk over N operands: `sizes` (merged dims; the last one is the run) and each operand's
+/// strides for those dims. numel == 0 means there is nothing to visit.
+template <std::size_t N>
+struct RunPlan {
+  SmallVector<index_t, 8> sizes;
+  std::array<SmallVector<index_t, 8>, N> strides;
+  index_t numel = 0;
+
+  index_t run_length() const { return sizes.back(); }
+  index_t inner_stride(std::size_t k) const { return strides[k].back(); }
+};
+
+/// Plans the walk over operands that share `shape`; operand 0 (the destination) decides the
+/// visiting order, later operands break its ties and its broadcast (stride-0) dims.
+template <std::size_t N, class StrideList = Strides>
+RunPlan<N> plan_runs(const Shape& shape, const std::array<const StrideList*, N>& strides) {
+  RunPlan<N> plan;
+  plan.numel = shape.numel();
+  if (plan.numel == 0) return plan;
+  SmallVector<std::size_t, 8> dims;
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1) dims.push_back(d);
+  // true when dim a should be visited outside dim b (it has the larger stride).
+  auto outer_than = [&](std::size_t a, std::size_t b) {
+    for (std::size_t k = 0; k < N; ++k) {
+      const index_t sa = std::abs((*strides[k])[a]), sb = std::abs((*strides[k])[b]);
+      if (sa == 0 || sb == 0) continue;
+      if (sa != sb) return sa > sb;
+    }
+    return false;
+  };
+  for (std::size_t i = 1; i < dims.size(); ++i)  // stable insertion sort, outermost first
+    for (std::size_t j = i; j > 0 && outer_than(dims[j], dims[j - 1]); --j)
+      std::swap(dims[j], dims[j - 1]);
+  for (std::size_t d : dims) {
+    const index_t size = shape[d];
+    bool merges = !plan.sizes.empty();
+    for (std::size_t k = 0; k < N && merges; ++k)
+      merges = plan.strides[k].back() == (*strides[k])[d] * size;
+    if (merges) {
+      plan.sizes.back() *= size;
+      for (std::size_t k = 0; k < N; ++k)
+        plan.strides[k].back() = (*strides[k])[d];
+    } else {
+      plan.sizes.push_back(size);
+      for (std::size_t k = 0; k < N; ++k)
+        plan.strides[k].push_back((*strides[k])[d]);
+    }
+  }
+  if (plan.sizes.empty()) {  // a single element
+    plan.sizes.push_back(1);
+    for (auto& s : plan.strides)
+      s.push_back(0);
+  }
+  return plan;
+}
+
+/// Visits every run of `plan`: calls visit(offsets) with each operand's element offset of the
+/// run's first element (added to `origin`). Outer dims are walked as an odometer.
+template <std::size_t N, class Visit>
+void walk_runs(const RunPlan<N>& plan, std::array<index_t, N> origin, Visit&& visit) {
+  if (plan.numel == 0) return;
+  const std::size_t outer = plan.sizes.size() - 1;
+  SmallVector<index_t, 8> counter(outer, 0);
+  std::array<index_t, N> offsets = origin;
+  while (true) {
+    visit(offsets);
+    std::size_t d = outer;
+    while (d > 0) {
+      --d;
+      for (std::size_t k = 0; k < N; ++k)
+        offsets[k] += plan.strides[k][d];
+      if (++counter[d] < plan.sizes[d]) break;
+      for (std::size_t k = 0; k < N; ++k)
+        offsets[k] -= plan.strides[k][d] * plan.sizes[d];
+      counter[d] = 0;
+      if (d == 0) return;
+    }
+    if (outer == 0) return;
+  }
+}
+
+}  // namespace detail
+}  // namespace tbatch
