@@ -39,6 +39,18 @@ class KeyError : public Error {
  public:
   using Error::Error;
 };
+/// A file cannot be opened, read, written or renamed (the message names the path and the
+/// operating system's cause).
+class FileError : public Error {
+ public:
+  using Error::Error;
+};
+/// A file's contents are not what the format requires (truncated, bad header, inconsistent
+/// offsets ...).
+class FormatError : public Error {
+ public:
+  using Error::Error;
+};
 
 namespace detail {
 

@@ -10,6 +10,7 @@
 #include "tbatch/core/block_cache.hpp"
 #include "tbatch/core/checked_math.hpp"
 #include "tbatch/core/config.hpp"
+#include "tbatch/core/errors.hpp"
 
 namespace tbatch {
 
@@ -18,7 +19,7 @@ namespace tbatch {
 /// buffer. Allocated with Eigen's aligned allocator so Eigen maps over it can use aligned loads;
 /// large buffers are recycled through detail::BlockCache.
 class Storage {
-  // Only allocate() can name it, so only allocate() can construct a Storage.
+  // Only allocate() and borrow() can name it, so only they can construct a Storage.
   struct Private {
     explicit Private() = default;
   };
@@ -37,22 +38,43 @@ class Storage {
     return storage;
   }
 
+  /// `bytes` bytes at `data` that tbatch does not own (a file mapping, a caller's buffer): `owner`
+  /// is kept alive until the last tensor viewing them is gone, and tbatch never frees `data`.
+  static std::shared_ptr<Storage> borrow(void* data, index_t bytes, std::shared_ptr<void> owner) {
+    if (bytes < 0)
+      detail::fail<ValueError>("Storage::borrow", "bytes is ", bytes, "; expected >= 0");
+    if (data == nullptr && bytes > 0)
+      detail::fail<ValueError>("Storage::borrow", "data is null for ", bytes, " bytes");
+    auto storage = std::make_shared<Storage>(Private{}, data, bytes);
+    storage->owner_ = std::move(owner);
+    return storage;
+  }
+
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
-  ~Storage() { detail::BlockCache::instance().release(data_, bytes_); }
+  ~Storage() {
+    if (!borrowed_) detail::BlockCache::instance().release(data_, bytes_);
+  }
 
   void* data() { return data_; }
   const void* data() const { return data_; }
   index_t bytes() const { return static_cast<index_t>(bytes_); }
 
-  /// For allocate() only (through make_shared, which needs a public constructor).
+  /// True when the bytes belong to someone else (see borrow()).
+  bool borrowed() const { return borrowed_; }
+
+  /// For allocate() and borrow() only (through make_shared, which needs public constructors).
   Storage(Private, index_t bytes)
       : data_(detail::BlockCache::instance().allocate(std::size_t(bytes))),
         bytes_(std::size_t(bytes)) {}
+  Storage(Private, void* data, index_t bytes)
+      : data_(data), bytes_(std::size_t(bytes)), borrowed_(true) {}
 
  private:
   void* data_;
   std::size_t bytes_;
+  bool borrowed_ = false;
+  std::shared_ptr<void> owner_;
 };
 
 }  // namespace tbatch

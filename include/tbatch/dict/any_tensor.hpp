@@ -112,6 +112,18 @@ class AnyTensor {
     return AnyTensor(Storage::allocate(n, dtype_size(dtype, "AnyTensor::empty")),
                      layout::contiguous(std::move(shape)), dtype);
   }
+  /// The elements of `dtype` that layout `l` addresses in `storage` (shared, not copied).
+  /// ValueError naming `function` when the layout reaches outside the storage or its elements
+  /// are not aligned to their size.
+  static AnyTensor from_storage(std::shared_ptr<Storage> storage, Layout l, DType dtype,
+                                const char* function = "AnyTensor::from_storage") {
+    const index_t size = dtype_size(dtype, function);
+    if (reinterpret_cast<std::uintptr_t>(storage->data()) % std::uintptr_t(size) != 0)
+      detail::fail<ValueError>(function, "the buffer is not aligned to its ", size,
+                               "-byte elements of dtype ", dtype);
+    layout::check_inside(l, storage->bytes() / size, function);
+    return AnyTensor(std::move(storage), std::move(l), dtype);
+  }
   /// A zero-filled tensor of `dtype`.
   static AnyTensor zeros(DType dtype, Shape shape) {
     const index_t n = shape.numel();
@@ -120,6 +132,10 @@ class AnyTensor {
   }
 
   DType dtype() const { return dtype_; }
+  /// The address of the first element (a contiguous tensor's elements follow it).
+  void* data_ptr() const {
+    return static_cast<char*>(storage_->data()) + layout_.offset * element_size();
+  }
   /// Bytes per element.
   index_t element_size() const { return dtype_size(dtype_); }
   const Layout& layout() const { return layout_; }
