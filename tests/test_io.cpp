@@ -287,3 +287,55 @@ TEST_CASE("bad files are FormatErrors", "[io][errors]") {
   CHECK(io::parse(unaligned.data(), unaligned.size()).tensors.at("x").get<float>() ==
         Tensor<float>({2}, {1, 2}));
 }
+
+TEST_CASE("RaggedTensorDicts round-trip, padded and packed", "[io][tensor_dict]") {
+  Scratch scratch;
+  std::vector<TensorDict> tds;
+  for (index_t i = 0; i < 4; ++i) {
+    const index_t points = 1 + i * 2;
+    tds.push_back(TensorDict(
+        {{"points", testing::iota<float>(Shape{points, 3})},
+         {"labels", testing::iota<std::int64_t>(Shape{points})},  // ragged, no feature dim
+         {"pose", testing::iota<double>(Shape{4})},               // dense
+         {"meta", TensorDict({{"ids", testing::iota<std::int32_t>(Shape{i + 1, 2})}})}}));
+  }
+  for (RaggedLayout layout : {RaggedLayout::padded, RaggedLayout::packed}) {
+    const RaggedTensorDict ragged = TensorDict::stack_ragged(tds, layout);
+    io::TensorFile file;
+    io::put(file, ragged);
+    io::save(scratch / "r.safetensors", file);
+    for (io::Mmap mmap : {io::Mmap::no, io::Mmap::yes}) {
+      const RaggedTensorDict back =
+          io::get_ragged_tensordict(io::load(scratch / "r.safetensors", mmap));
+      CHECK(back.layout() == layout);
+      CHECK(back.batch_size() == ragged.batch_size());
+      CHECK(back.keys() == ragged.keys());
+      for (index_t i = 0; i < 4; ++i) {
+        const TensorDict element = back.element(i);
+        CHECK(element.get<float>("points") == tds[std::size_t(i)].get<float>("points"));
+        CHECK(element.get<std::int64_t>("labels") ==
+              tds[std::size_t(i)].get<std::int64_t>("labels"));
+        CHECK(element.get<double>("pose") == tds[std::size_t(i)].get<double>("pose"));
+        CHECK(element.get<std::int32_t>({"meta", "ids"}) ==
+              tds[std::size_t(i)].get<std::int32_t>({"meta", "ids"}));
+      }
+    }
+  }
+  const RaggedTensorDict ragged = TensorDict::stack_ragged(tds, RaggedLayout::packed);
+  io::TensorFile file;
+  io::put(file, ragged);
+  TBATCH_CHECK_THROWS_WITH(io::put(file, ragged), ValueError,
+                           "io::put: the file holds a RaggedTensorDict already");
+  io::TensorFile broken = file;
+  broken.tensors.insert_or_assign("points.first_idx",
+                                  AnyTensor(Tensor<index_t>({5}, {0, 1, 4, 9, 99})));
+  CHECK_THROWS_AS(io::get_ragged_tensordict(broken), Error);
+  broken = file;
+  broken.tensors.erase("labels.shape_per_tensor");
+  TBATCH_CHECK_THROWS_WITH(io::get_ragged_tensordict(broken), FormatError,
+                           "the file has no tensor 'labels.shape_per_tensor'");
+  broken = file;
+  broken.metadata["tbatch.ragged_tensordict"] = R"({"layout":"packed","batch_size":[4]})";
+  TBATCH_CHECK_THROWS_WITH(io::get_ragged_tensordict(broken), FormatError,
+                           "lacks batch_size, element_batch_sizes or items");
+}

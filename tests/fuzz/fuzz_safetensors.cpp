@@ -1,7 +1,7 @@
 // Fuzz target: the safetensors loader (io::parse, the code behind io::load) on arbitrary bytes,
 // seeded with valid files. A rejection must be a tbatch::Error; an accepted file must hold
-// tensors whose bytes fit in the input, and reading a batch or a TensorDict out of it must
-// either work or be a tbatch::Error.
+// tensors whose bytes fit in the input, and reading a batch, a TensorDict or a RaggedTensorDict
+// out of it must either work or be a tbatch::Error.
 
 #include <tbatch/io/safetensors.hpp>
 
@@ -22,5 +22,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   accepts([&] { io::get<PackedBatch<float>>(file, "batch"); });
   accepts([&] { io::get<PaddedBatch<float>>(file, "batch"); });
   accepts([&] { io::get_tensordict(file); });
+  accepts([&] { io::get_ragged_tensordict(file); });
   return 0;
 }

@@ -23,6 +23,10 @@
 
 namespace tbatch {
 
+namespace io::detail {
+struct RaggedAccess;  // io/safetensors.hpp saves and rebuilds the members
+}  // namespace io::detail
+
 /// TensorDicts stacked along a new first batch dim by TensorDict::stack_ragged, whose entries
 /// may differ in shape between them. batch_size() has -1 for the dims whose size differs.
 /// Dense entries are stacked tensors; ragged entries are a PaddedBatch or PackedBatch whose
@@ -151,6 +155,7 @@ class RaggedTensorDict {
 
  private:
   friend class TensorDict;
+  friend struct io::detail::RaggedAccess;
 
   struct Entry {
     bool ragged = false;

@@ -692,4 +692,161 @@ inline TensorDict load_tensordict(const std::filesystem::path& path, Mmap mmap =
   return get_tensordict(load(path, mmap));
 }
 
+// ---------------------------------------------------------------- RaggedTensorDict
+
+namespace detail {
+
+/// The metadata key under which a RaggedTensorDict's structure is stored.
+inline constexpr const char* ragged_structure_key = "tbatch.ragged_tensordict";
+
+struct RaggedAccess {
+  using Entry = RaggedTensorDict::Entry;
+  using Item = RaggedTensorDict::Item;
+
+  static nlohmann::json structure_of(const RaggedTensorDict& r, const std::string& prefix,
+                                     TensorFile& file, const char* fn) {
+    nlohmann::json items = nlohmann::json::array();
+    for (const Item& item : r.items_) {
+      if (item.key.find('.') != std::string::npos)
+        fail<ValueError>(fn, "key '", prefix, item.key,
+                         "' contains '.', which joins nested keys in the file; rename it");
+      const std::string name = prefix + item.key;
+      if (item.dict) {
+        items.push_back(
+            {{"key", item.key}, {"dict", structure_of(*item.dict, name + ".", file, fn)}});
+        continue;
+      }
+      const Entry& entry = *item.tensor;
+      auto store = [&](const std::string& tensor_name, const AnyTensor& t) {
+        if (!file.tensors.emplace(tensor_name, t).second)
+          fail<ValueError>(fn, "the file already holds a tensor '", tensor_name, "'");
+      };
+      store(name, entry.data);
+      if (entry.ragged) store(name + ".shape_per_tensor", AnyTensor(entry.shape_per_tensor));
+      if (entry.ragged && r.layout_ == RaggedLayout::packed)
+        store(name + ".first_idx", AnyTensor(entry.first_idx));
+      items.push_back(
+          {{"key", item.key}, {"ragged", entry.ragged}, {"unit_last_dim", entry.unit_last_dim}});
+    }
+    nlohmann::json element_sizes = nlohmann::json::array();
+    for (const Shape& size : r.element_batch_sizes_)
+      element_sizes.push_back(std::vector<index_t>(size.begin(), size.end()));
+    return {
+        {"batch_size", r.batch_size_}, {"element_batch_sizes", element_sizes}, {"items", items}};
+  }
+
+  static RaggedTensorDict ragged_of(const nlohmann::json& structure, const std::string& prefix,
+                                    RaggedLayout layout, const TensorFile& file, const char* fn,
+                                    int depth) {
+    auto bad = [&](const char* why) {
+      fail<FormatError>(fn, "the RaggedTensorDict structure in the metadata ", why,
+                        prefix.empty() ? "" : " (at '", prefix, prefix.empty() ? "" : "')");
+    };
+    if (depth > max_dict_depth) bad("nests deeper than 64");
+    if (!structure.is_object() || !structure.contains("batch_size") ||
+        !structure["batch_size"].is_array() || structure["batch_size"].empty() ||
+        !structure.contains("element_batch_sizes") ||
+        !structure["element_batch_sizes"].is_array() || !structure.contains("items") ||
+        !structure["items"].is_array())
+      bad("lacks batch_size, element_batch_sizes or items");
+    RaggedTensorDict out;
+    out.layout_ = layout;
+    for (const auto& size : structure["batch_size"]) {
+      if (!size.is_number_integer() || size.get<index_t>() < -1) bad("has a bad batch size");
+      out.batch_size_.push_back(size.get<index_t>());
+    }
+    for (const auto& sizes : structure["element_batch_sizes"]) {
+      if (!sizes.is_array()) bad("has an element batch size that is not a list");
+      Shape shape;
+      for (const auto& size : sizes) {
+        if (!size.is_number_integer() || size.get<index_t>() < 0) bad("has a bad batch size");
+        shape.push_back(size.get<index_t>());
+      }
+      if (index_t(shape.size()) + 1 != out.batch_dims())
+        bad("has element batch sizes of another rank");
+      out.element_batch_sizes_.push_back(std::move(shape));
+    }
+    const index_t count = out.batch_size_[0];
+    if (count < 0 || index_t(out.element_batch_sizes_.size()) != count)
+      bad("has a number of element batch sizes other than batch_size[0]");
+    for (const auto& description : structure["items"]) {
+      if (!description.is_object() || !description.contains("key") ||
+          !description["key"].is_string())
+        bad("has an item without a key");
+      Item item;
+      item.key = description["key"].get<std::string>();
+      const std::string name = prefix + item.key;
+      if (description.contains("dict")) {
+        item.dict = std::make_shared<const RaggedTensorDict>(
+            ragged_of(description["dict"], name + ".", layout, file, fn, depth + 1));
+        if (item.dict->size() != count) bad("has a nested dict of another size");
+      } else {
+        if (!description.contains("ragged") || !description["ragged"].is_boolean() ||
+            !description.contains("unit_last_dim") || !description["unit_last_dim"].is_boolean())
+          bad("has an entry without its ragged and unit_last_dim flags");
+        Entry entry;
+        entry.ragged = description["ragged"].get<bool>();
+        entry.unit_last_dim = description["unit_last_dim"].get<bool>();
+        entry.data = stored(file, name, fn);
+        if (entry.ragged) {
+          entry.shape_per_tensor = stored(file, name + ".shape_per_tensor", fn).get<index_t>(fn);
+          if (layout == RaggedLayout::packed)
+            entry.first_idx = stored(file, name + ".first_idx", fn).get<index_t>(fn);
+          // The batch constructors check the metadata against the data.
+          entry.data.visit([&](const auto& data) {
+            using T = typename std::decay_t<decltype(data)>::value_type;
+            const index_t batch =
+                layout == RaggedLayout::packed
+                    ? PackedBatch<T>(data, entry.shape_per_tensor, entry.first_idx).batch_size()
+                    : PaddedBatch<T>(data, entry.shape_per_tensor).batch_size();
+            if (batch != count) bad("has a ragged entry with another number of elements");
+          });
+        } else if (entry.data.dim() < 1 || entry.data.size(0) != count) {
+          bad("has a dense entry whose first dim is not the number of elements");
+        }
+        item.tensor = std::move(entry);
+      }
+      out.items_.push_back(std::move(item));
+    }
+    return out;
+  }
+};
+
+}  // namespace detail
+
+/// Adds `ragged` to `file`: each entry's data under its nested key joined with '.', ragged
+/// entries with `key.shape_per_tensor` (and `key.first_idx` when packed), and the structure as
+/// JSON in the metadata entry `tbatch.ragged_tensordict`. ValueError for a key containing '.',
+/// a tensor name the file holds already, or a second RaggedTensorDict.
+inline void put(TensorFile& file, const RaggedTensorDict& ragged) {
+  const char* fn = "io::put";
+  if (file.metadata.count(detail::ragged_structure_key) > 0)
+    tbatch::detail::fail<ValueError>(fn,
+                                     "the file holds a RaggedTensorDict already (one per file)");
+  TensorFile staged = file;  // all or nothing
+  nlohmann::json structure = detail::RaggedAccess::structure_of(ragged, "", staged, fn);
+  structure["layout"] = ragged.layout() == RaggedLayout::packed ? "packed" : "padded";
+  staged.metadata.insert_or_assign(detail::ragged_structure_key, structure.dump());
+  file = std::move(staged);
+}
+
+/// The RaggedTensorDict `put` stored in `file` (sharing its tensors), equal to the one saved.
+/// FormatError when the structure is missing or inconsistent with the tensors.
+inline RaggedTensorDict get_ragged_tensordict(const TensorFile& file) {
+  const char* fn = "io::get_ragged_tensordict";
+  const auto entry = file.metadata.find(detail::ragged_structure_key);
+  if (entry == file.metadata.end())
+    tbatch::detail::fail<FormatError>(fn, "the file has no RaggedTensorDict (no metadata entry '",
+                                      detail::ragged_structure_key, "')");
+  const nlohmann::json structure = nlohmann::json::parse(entry->second, nullptr, false);
+  if (structure.is_discarded() || !structure.is_object() || !structure.contains("layout") ||
+      !structure["layout"].is_string() ||
+      (structure["layout"] != "padded" && structure["layout"] != "packed"))
+    tbatch::detail::fail<FormatError>(fn, "the metadata entry '", detail::ragged_structure_key,
+                                      "' is not a RaggedTensorDict structure");
+  const RaggedLayout layout =
+      structure["layout"] == "packed" ? RaggedLayout::packed : RaggedLayout::padded;
+  return detail::RaggedAccess::ragged_of(structure, "", layout, file, fn, 0);
+}
+
 }  // namespace tbatch::io
