@@ -157,7 +157,10 @@ enum class Collective : std::int64_t {
   allgather_packed = 1,
   allgather_padded = 2,
   gather = 3,
-  scatter_balanced = 4
+  scatter_balanced = 4,
+  all_to_all = 5,
+  rebalance = 6,
+  bucket_by_size = 7
 };
 
 inline const char* collective_name(std::int64_t collective) {
@@ -170,6 +173,12 @@ inline const char* collective_name(std::int64_t collective) {
       return "gather";
     case Collective::scatter_balanced:
       return "scatter_balanced";
+    case Collective::all_to_all:
+      return "all_to_all";
+    case Collective::rebalance:
+      return "rebalance";
+    case Collective::bucket_by_size:
+      return "bucket_by_size";
   }
   return "an unknown tbatch::mpi call";
 }
@@ -180,6 +189,14 @@ inline std::string dtype_text(std::int64_t dtype) {
   return std::string(dtype_name(static_cast<DType>(dtype)));
 }
 
+/// A rank's own argument that is wrong (found locally, raised on every rank after the exchange).
+enum class Problem : std::int64_t {
+  none = 0,
+  destination_rank = 1,
+  destination_length = 2,
+  destination_value = 3
+};
+
 /// What every rank tells every other rank before any data moves.
 struct Descriptor {
   std::int64_t collective;
@@ -189,9 +206,15 @@ struct Descriptor {
   std::int64_t batch;
   std::int64_t rows;
   std::int64_t root;
+  std::int64_t problem = 0;  // a Problem
+  std::int64_t problem_index = 0;
+  std::int64_t problem_value = 0;
 };
-inline constexpr int descriptor_fields = 7;
+inline constexpr int descriptor_fields = 10;
 static_assert(sizeof(Descriptor) == descriptor_fields * sizeof(std::int64_t));
+
+/// For collectives whose arguments need no check beyond the descriptor's.
+inline constexpr auto no_argument_checks = [](Descriptor&, int) {};
 
 /// The outcome of the descriptor exchange, identical on every rank.
 struct Agreement {
@@ -232,18 +255,20 @@ inline std::pair<int, int> communicator_shape(MPI_Comm comm, const char* functio
 /// element rank and last dim among the ranks that hold elements (a rank with no elements
 /// constrains nothing). The result's element rank and last dim are those of the root for
 /// scatter_balanced, else of the first rank with elements (rank 0 if none has any).
-template <class T>
+template <class T, class CheckArguments>
 Agreement agree(MPI_Comm comm, Collective collective, const char* function, index_t element_rank,
-                index_t last_dim, index_t batch, index_t rows, int root) {
+                index_t last_dim, index_t batch, index_t rows, int root,
+                CheckArguments&& check_arguments) {
   Agreement a;
   std::tie(a.size, a.me) = communicator_shape(comm, function);
-  const Descriptor mine{static_cast<std::int64_t>(collective),
-                        static_cast<std::int64_t>(dtype_of<T>),
-                        element_rank,
-                        last_dim,
-                        batch,
-                        rows,
-                        root};
+  Descriptor mine{static_cast<std::int64_t>(collective),
+                  static_cast<std::int64_t>(dtype_of<T>),
+                  element_rank,
+                  last_dim,
+                  batch,
+                  rows,
+                  root};
+  check_arguments(mine, a.size);
   a.all.resize(static_cast<std::size_t>(a.size));
   check_mpi(MPI_Allgather(&mine, descriptor_fields, MPI_INT64_T, a.all.data(), descriptor_fields,
                           MPI_INT64_T, comm),
@@ -255,6 +280,25 @@ Agreement agree(MPI_Comm comm, Collective collective, const char* function, inde
       fail<ValueError>(function, "rank ", r, " called ", collective_name(all[r].collective),
                        " but rank 0 called ", collective_name(all[0].collective),
                        "; every rank of the communicator must make the same call");
+
+  for (int r = 0; r < a.size; ++r) {
+    const Descriptor& d = all[r];
+    switch (static_cast<Problem>(d.problem)) {
+      case Problem::none:
+        break;
+      case Problem::destination_rank:
+        fail<ShapeError>(function, "rank ", r, "'s destination has ", d.problem_value,
+                         " dims; expected a 1-d tensor of one rank per element");
+      case Problem::destination_length:
+        fail<ShapeError>(function, "rank ", r, "'s destination has ", d.problem_value,
+                         " entries but its batch has ", d.batch,
+                         " elements; expected one destination rank per element");
+      case Problem::destination_value:
+        fail<IndexError>(function, "rank ", r, "'s destination[", d.problem_index,
+                         "] = ", d.problem_value, " is out of range for a communicator of ", a.size,
+                         " ranks (expected 0 to ", a.size - 1, ")");
+    }
+  }
 
   const bool rooted =
       collective == Collective::gather || collective == Collective::scatter_balanced;
@@ -477,7 +521,304 @@ inline std::vector<index_t> balanced_boundaries(const index_t* first_idx, index_
   return bounds;
 }
 
+/// The checks of an all_to_all destination tensor on this rank, recorded in its descriptor.
+inline void check_destination(Descriptor& d, int size, const Tensor<index_t>& destination) {
+  if (destination.dim() != 1) {
+    d.problem = std::int64_t(Problem::destination_rank);
+    d.problem_value = destination.dim();
+    return;
+  }
+  if (destination.size(0) != d.batch) {
+    d.problem = std::int64_t(Problem::destination_length);
+    d.problem_value = destination.size(0);
+    return;
+  }
+  for (index_t i = 0; i < d.batch; ++i) {
+    const index_t to = destination(i);
+    if (to < 0 || to >= size) {
+      d.problem = std::int64_t(Problem::destination_value);
+      d.problem_index = i;
+      d.problem_value = to;
+      return;
+    }
+  }
+}
+
+/// Sends element i of `local` to rank destination[i] (checked) and returns what this rank
+/// receives, in (source rank, source position) order: one MPI_Alltoall of the counts, then one
+/// MPI_Alltoallv each for the shape rows and the data rows, from send buffers that hold each
+/// destination's elements contiguously (`local` itself when they already are).
+template <class T>
+PackedBatch<T> exchange(MPI_Comm comm, const Agreement& a, const PackedBatch<T>& local,
+                        const std::vector<int>& destination, const char* function) {
+  const index_t batch = local.batch_size(), columns = a.element_rank - 1;
+  const Tensor<index_t> first_idx = local.first_idx().contiguous();
+  const index_t* first = first_idx.data();
+  std::vector<index_t> send_elements(std::size_t(a.size), 0), send_rows(std::size_t(a.size), 0);
+  for (index_t i = 0; i < batch; ++i) {
+    ++send_elements[std::size_t(destination[std::size_t(i)])];
+    send_rows[std::size_t(destination[std::size_t(i)])] += first[i + 1] - first[i];
+  }
+  const bool in_order = std::is_sorted(destination.begin(), destination.end());
+  // A stable counting sort by destination: where each element's shape row and data rows go in
+  // a send buffer that holds each destination's elements contiguously.
+  std::vector<index_t> element_at(static_cast<std::size_t>(batch)),
+      row_at(static_cast<std::size_t>(batch));
+  {
+    std::vector<index_t> next_element(std::size_t(a.size), 0), next_row(std::size_t(a.size), 0);
+    for (int r = 1; r < a.size; ++r) {
+      next_element[std::size_t(r)] =
+          next_element[std::size_t(r - 1)] + send_elements[std::size_t(r - 1)];
+      next_row[std::size_t(r)] = next_row[std::size_t(r - 1)] + send_rows[std::size_t(r - 1)];
+    }
+    for (index_t i = 0; i < batch; ++i) {
+      const auto to = std::size_t(destination[std::size_t(i)]);
+      element_at[std::size_t(i)] = next_element[to]++;
+      row_at[std::size_t(i)] = next_row[to];
+      next_row[to] += first[i + 1] - first[i];
+    }
+  }
+  Tensor<index_t> send_shapes = local.shape_per_tensor();
+  if (!in_order) {
+    send_shapes = Tensor<index_t>::empty(Shape{batch, columns});
+    for (index_t i = 0; i < batch; ++i)
+      copy(local.shape_per_tensor().narrow(0, i, 1).view(),
+           send_shapes.narrow(0, element_at[std::size_t(i)], 1).view());
+  }
+  // Counts: (elements, rows) per destination, transposed into (elements, rows) per source.
+  std::vector<index_t> send_counts(2 * std::size_t(a.size)),
+      receive_counts(2 * std::size_t(a.size));
+  for (int r = 0; r < a.size; ++r) {
+    send_counts[2 * std::size_t(r)] = send_elements[std::size_t(r)];
+    send_counts[2 * std::size_t(r) + 1] = send_rows[std::size_t(r)];
+  }
+  check_mpi(
+      MPI_Alltoall(send_counts.data(), 2, MPI_INT64_T, receive_counts.data(), 2, MPI_INT64_T, comm),
+      function, "MPI_Alltoall");
+  std::vector<index_t> receive_elements(std::size_t(a.size)), receive_rows(std::size_t(a.size));
+  for (int r = 0; r < a.size; ++r) {
+    receive_elements[std::size_t(r)] = receive_counts[2 * std::size_t(r)];
+    receive_rows[std::size_t(r)] = receive_counts[2 * std::size_t(r) + 1];
+  }
+  const Displacements send_by_element =
+      displacements(send_elements, columns > 0, function, "elements");
+  const Displacements send_by_row = displacements(send_rows, a.last_dim > 0, function, "rows");
+  const Displacements receive_by_element =
+      displacements(receive_elements, columns > 0, function, "elements");
+  const Displacements receive_by_row =
+      displacements(receive_rows, a.last_dim > 0, function, "rows");
+  if (columns > 0) int_count(columns, function, "the element rank - 1");
+  if (a.last_dim > 0) int_count(a.last_dim, function, "the last dim");
+  Tensor<index_t> shapes = Tensor<index_t>::empty(Shape{receive_by_element.total, columns});
+  Tensor<T> data = Tensor<T>::empty(Shape{receive_by_row.total, a.last_dim});
+  if (columns > 0) {  // the same on every rank: the widths were agreed
+    const Datatype row = contiguous(columns, datatype_of<index_t>().get(), function, "row width");
+    const Tensor<index_t> dense = send_shapes.contiguous();
+    check_mpi(
+        MPI_Alltoallv(dense.data(), send_by_element.counts.data(), send_by_element.displs.data(),
+                      row.get(), shapes.data(), receive_by_element.counts.data(),
+                      receive_by_element.displs.data(), row.get(), comm),
+        function, "MPI_Alltoallv");
+  }
+  if (a.last_dim == 0) return assemble(std::move(data), shapes, function);
+
+  const Datatype row = contiguous(a.last_dim, datatype_of<T>().get(), function, "row width");
+  const Tensor<T> rows = local.data().contiguous();
+  // MPI_Alltoallw takes byte displacements as int: above that, and for row offsets above int,
+  // the rows are packed by destination and sent with MPI_Alltoallv (row displacements).
+  const index_t row_bytes = a.last_dim * index_t(sizeof(T));
+  const bool direct =
+      rows.size(0) <= INT_MAX && receive_by_row.total <= INT_MAX / std::max<index_t>(row_bytes, 1);
+  int direct_everywhere = direct ? 1 : 0;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &direct_everywhere, 1, MPI_INT, MPI_MIN, comm), function,
+            "MPI_Allreduce");
+  if (direct_everywhere) {
+    // Each destination's rows straight from the batch: one indexed type per destination (runs
+    // of consecutive elements merged), no packing copy.
+    std::vector<std::vector<int>> starts(std::size_t(a.size)), lengths(std::size_t(a.size));
+    for (index_t i = 0; i < batch; ++i) {
+      const index_t n = first[i + 1] - first[i];
+      if (n == 0) continue;
+      auto& s = starts[std::size_t(destination[std::size_t(i)])];
+      auto& l = lengths[std::size_t(destination[std::size_t(i)])];
+      if (!s.empty() && s.back() + l.back() == first[i])
+        l.back() += int(n);
+      else
+        s.push_back(int(first[i])), l.push_back(int(n));
+    }
+    std::vector<Datatype> owned;
+    owned.reserve(std::size_t(a.size));
+    std::vector<MPI_Datatype> send_types(std::size_t(a.size), row.get()),
+        receive_types(std::size_t(a.size), row.get());
+    std::vector<int> send_w(std::size_t(a.size), 0), send_at(std::size_t(a.size), 0),
+        receive_w(std::size_t(a.size), 0), receive_at(std::size_t(a.size), 0);
+    for (int r = 0; r < a.size; ++r) {
+      const auto k = std::size_t(r);
+      if (!starts[k].empty()) {
+        MPI_Datatype type = MPI_DATATYPE_NULL;
+        check_mpi(MPI_Type_indexed(int(starts[k].size()), lengths[k].data(), starts[k].data(),
+                                   row.get(), &type),
+                  function, "MPI_Type_indexed");
+        owned.push_back(commit_owned(type, function));
+        send_types[k] = owned.back().get();
+        send_w[k] = 1;
+      }
+      receive_w[k] = int(receive_rows[k]);
+      receive_at[k] = int(receive_by_row.displs[k] * row_bytes);
+    }
+    check_mpi(
+        MPI_Alltoallw(rows.data(), send_w.data(), send_at.data(), send_types.data(), data.data(),
+                      receive_w.data(), receive_at.data(), receive_types.data(), comm),
+        function, "MPI_Alltoallw");
+    return assemble(std::move(data), shapes, function);
+  }
+  Tensor<T> send_data = rows;
+  if (!in_order) {
+    send_data = Tensor<T>::empty(Shape{rows.size(0), a.last_dim});
+    for (index_t i = 0; i < batch; ++i) {
+      const index_t n = first[i + 1] - first[i];
+      copy(rows.narrow(0, first[i], n).view(),
+           send_data.narrow(0, row_at[std::size_t(i)], n).view());
+    }
+  }
+  check_mpi(MPI_Alltoallv(send_data.data(), send_by_row.counts.data(), send_by_row.displs.data(),
+                          row.get(), data.data(), receive_by_row.counts.data(),
+                          receive_by_row.displs.data(), row.get(), comm),
+            function, "MPI_Alltoallv");
+  return assemble(std::move(data), shapes, function);
+}
+
+/// Every rank's per-element row counts, in global order (rank 0's elements first).
+template <class T>
+std::vector<index_t> global_rows(MPI_Comm comm, const Agreement& a, const PackedBatch<T>& local,
+                                 const char* function) {
+  const Displacements by_element =
+      displacements(per_rank(a, &Descriptor::batch), true, function, "elements");
+  std::vector<index_t> rows(std::size_t(by_element.total));
+  const Tensor<index_t> first_idx = local.first_idx().contiguous();
+  const index_t offset = by_element.displs[std::size_t(a.me)];
+  for (index_t i = 0; i < local.batch_size(); ++i)
+    rows[std::size_t(offset + i)] = first_idx(i + 1) - first_idx(i);
+  if (by_element.total > 0)
+    check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rows.data(),
+                             by_element.counts.data(), by_element.displs.data(), MPI_INT64_T, comm),
+              function, "MPI_Allgatherv");
+  return rows;
+}
+
+/// The share of `ranks` contiguous shares, balanced by rows (balanced_boundaries), that holds
+/// position p of a sequence whose row counts are `rows` (in that order).
+inline std::vector<int> balanced_shares(const std::vector<index_t>& rows, int ranks) {
+  std::vector<index_t> first(rows.size() + 1, 0);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    first[i + 1] = first[i] + rows[i];
+  const std::vector<index_t> bounds =
+      balanced_boundaries(first.data(), index_t(rows.size()), ranks);
+  std::vector<int> share(rows.size());
+  for (int k = 0; k < ranks; ++k)
+    for (index_t p = bounds[std::size_t(k)]; p < bounds[std::size_t(k) + 1]; ++p)
+      share[std::size_t(p)] = k;
+  return share;
+}
+
+/// This rank's part of `global` (one entry per element of every rank, in global order).
+inline std::vector<int> local_part(const Agreement& a, const std::vector<int>& global) {
+  index_t offset = 0;
+  for (int r = 0; r < a.me; ++r)
+    offset += a.all[std::size_t(r)].batch;
+  return std::vector<int>(global.begin() + offset,
+                          global.begin() + offset + a.all[std::size_t(a.me)].batch);
+}
+
 }  // namespace detail
+
+/// Moves elements between ranks by a rule: element i of this rank's `local` goes to rank
+/// `destination[i]`. Each rank receives a packed batch of the elements sent to it, in (source
+/// rank, source position) order, with shape_per_tensor and first_idx rebuilt. One
+/// MPI_Alltoall of the counts and one MPI_Alltoallv each for the shapes and the rows; the
+/// elements for one rank are gathered into one contiguous send range (no message per element).
+/// Collective over `comm`. tbatch::Error on every rank when any rank's destination is not
+/// 1-d with one entry per element (ShapeError) or names a rank outside the communicator
+/// (IndexError), and for the mismatches allgather reports.
+template <Element T>
+PackedBatch<T> all_to_all(MPI_Comm comm, const PackedBatch<T>& local,
+                          const Tensor<index_t>& destination) {
+  constexpr const char* function = "mpi::all_to_all";
+  const detail::Agreement a = detail::agree<T>(
+      comm, detail::Collective::all_to_all, function, local.element_rank(), local.last_dim(),
+      local.batch_size(), local.data().size(0), -1,
+      [&](detail::Descriptor& d, int size) { detail::check_destination(d, size, destination); });
+  std::vector<int> to(std::size_t(local.batch_size()));
+  for (index_t i = 0; i < local.batch_size(); ++i)
+    to[std::size_t(i)] = int(destination(i));
+  return detail::exchange(comm, a, local, to, function);
+}
+
+/// all_to_all of padded batches: the elements move as in the packed form, and each rank's
+/// result is re-padded with `padding_value` to its own maximum element shape.
+template <Element T>
+PaddedBatch<T> all_to_all(MPI_Comm comm, const PaddedBatch<T>& local,
+                          const Tensor<index_t>& destination,
+                          std::type_identity_t<T> padding_value = T(0)) {
+  return to_padded(all_to_all(comm, to_packed(local), destination), padding_value);
+}
+
+/// Evens out the ranks: the elements keep their global order (rank 0's first) and every rank
+/// ends with a contiguous share of it balanced by row count, as scatter_balanced balances
+/// (each share's rows differ from total_rows / ranks by at most one element's rows). Only the
+/// per-element row counts are all-gathered; the rows move directly between ranks (all_to_all),
+/// never through one root. Errors as allgather.
+template <Element T>
+PackedBatch<T> rebalance(MPI_Comm comm, const PackedBatch<T>& local) {
+  constexpr const char* function = "mpi::rebalance";
+  const detail::Agreement a = detail::agree<T>(
+      comm, detail::Collective::rebalance, function, local.element_rank(), local.last_dim(),
+      local.batch_size(), local.data().size(0), -1, detail::no_argument_checks);
+  const std::vector<index_t> rows = detail::global_rows(comm, a, local, function);
+  const std::vector<int> share = detail::balanced_shares(rows, a.size);
+  const std::vector<int> to = detail::local_part(a, share);
+  return detail::exchange(comm, a, local, to, function);
+}
+
+/// Length bucketing: the elements of all ranks sorted by row count (ties by global order) and
+/// split into contiguous shares balanced by rows, rank 0 holding the smallest. Each rank gets
+/// its share in sorted order, so batches cut from it hold elements of similar sizes. Only the
+/// per-element row counts are all-gathered; the rows move directly (all_to_all). Errors as
+/// allgather.
+template <Element T>
+PackedBatch<T> bucket_by_size(MPI_Comm comm, const PackedBatch<T>& local) {
+  constexpr const char* function = "mpi::bucket_by_size";
+  const detail::Agreement a = detail::agree<T>(
+      comm, detail::Collective::bucket_by_size, function, local.element_rank(), local.last_dim(),
+      local.batch_size(), local.data().size(0), -1, detail::no_argument_checks);
+  const std::vector<index_t> rows = detail::global_rows(comm, a, local, function);
+  std::vector<index_t> sorted(rows.size());  // global indices by (rows, index)
+  for (std::size_t g = 0; g < rows.size(); ++g)
+    sorted[g] = index_t(g);
+  std::stable_sort(sorted.begin(), sorted.end(), [&](index_t x, index_t y) {
+    return rows[std::size_t(x)] < rows[std::size_t(y)];
+  });
+  std::vector<index_t> sorted_rows(rows.size());
+  for (std::size_t p = 0; p < rows.size(); ++p)
+    sorted_rows[p] = rows[std::size_t(sorted[p])];
+  const std::vector<int> share_at = detail::balanced_shares(sorted_rows, a.size);
+  std::vector<int> share(rows.size());  // by global index
+  for (std::size_t p = 0; p < rows.size(); ++p)
+    share[std::size_t(sorted[p])] = share_at[p];
+  const std::vector<int> to = detail::local_part(a, share);
+  const PackedBatch<T> received = detail::exchange(comm, a, local, to, function);
+  // Received in global order; this rank's share of the sorted order is what it wants.
+  std::vector<index_t> mine;  // global indices received, ascending
+  for (std::size_t g = 0; g < rows.size(); ++g)
+    if (share[g] == a.me) mine.push_back(index_t(g));
+  std::vector<Tensor<T>> ordered;
+  for (std::size_t p = 0; p < rows.size(); ++p)
+    if (share_at[p] == a.me)
+      ordered.push_back(received.element(
+          index_t(std::lower_bound(mine.begin(), mine.end(), sorted[p]) - mine.begin())));
+  if (ordered.empty()) return detail::empty_packed<T>(a.element_rank, a.last_dim);
+  return list_to_packed(ordered);
+}
 
 /// All-gathers the ranks' packed batches: every rank gets the global batch, elements in rank
 /// order (rank 0's first), shape_per_tensor and first_idx rebuilt. The per-rank descriptors and
@@ -490,9 +831,9 @@ inline std::vector<index_t> balanced_boundaries(const index_t* first_idx, index_
 template <Element T>
 PackedBatch<T> allgather(MPI_Comm comm, const PackedBatch<T>& local) {
   constexpr const char* function = "mpi::allgather";
-  const detail::Agreement a =
-      detail::agree<T>(comm, detail::Collective::allgather_packed, function, local.element_rank(),
-                       local.last_dim(), local.batch_size(), local.data().size(0), -1);
+  const detail::Agreement a = detail::agree<T>(
+      comm, detail::Collective::allgather_packed, function, local.element_rank(), local.last_dim(),
+      local.batch_size(), local.data().size(0), -1, detail::no_argument_checks);
   return detail::collect_packed(comm, -1, a, local, function);
 }
 
@@ -503,9 +844,9 @@ PackedBatch<T> allgather(MPI_Comm comm, const PackedBatch<T>& local) {
 template <Element T>
 PackedBatch<T> gather(MPI_Comm comm, int root, const PackedBatch<T>& local) {
   constexpr const char* function = "mpi::gather";
-  const detail::Agreement a =
-      detail::agree<T>(comm, detail::Collective::gather, function, local.element_rank(),
-                       local.last_dim(), local.batch_size(), local.data().size(0), root);
+  const detail::Agreement a = detail::agree<T>(
+      comm, detail::Collective::gather, function, local.element_rank(), local.last_dim(),
+      local.batch_size(), local.data().size(0), root, detail::no_argument_checks);
   return detail::collect_packed(comm, root, a, local, function);
 }
 
@@ -517,9 +858,9 @@ PackedBatch<T> gather(MPI_Comm comm, int root, const PackedBatch<T>& local) {
 template <Element T>
 PackedBatch<T> scatter_balanced(MPI_Comm comm, int root, const PackedBatch<T>& batch) {
   constexpr const char* function = "mpi::scatter_balanced";
-  const detail::Agreement a =
-      detail::agree<T>(comm, detail::Collective::scatter_balanced, function, batch.element_rank(),
-                       batch.last_dim(), batch.batch_size(), batch.data().size(0), root);
+  const detail::Agreement a = detail::agree<T>(
+      comm, detail::Collective::scatter_balanced, function, batch.element_rank(), batch.last_dim(),
+      batch.batch_size(), batch.data().size(0), root, detail::no_argument_checks);
   // The root decides the split and tells everyone: element bounds, then their row offsets.
   const std::size_t n = static_cast<std::size_t>(a.size) + 1;
   std::vector<index_t> bounds(2 * n, 0);
@@ -567,7 +908,8 @@ PaddedBatch<T> allgather(MPI_Comm comm, const PaddedBatch<T>& local,
   const PackedBatch<T> packed = to_packed(local);
   const detail::Agreement a =
       detail::agree<T>(comm, detail::Collective::allgather_padded, function, packed.element_rank(),
-                       packed.last_dim(), packed.batch_size(), packed.data().size(0), -1);
+                       packed.last_dim(), packed.batch_size(), packed.data().size(0), -1,
+                       detail::no_argument_checks);
   const PackedBatch<T> global = detail::collect_packed(comm, -1, a, packed, function);
   const index_t columns = a.element_rank - 1;
   std::vector<index_t> max_shape(static_cast<std::size_t>(columns), 0);

@@ -1,4 +1,4 @@
-// Tests of tbatch/mpi.hpp, run by ctest under mpiexec with 2 and 3 ranks (mpi.np2, mpi.np3).
+// Tests of tbatch/mpi.hpp, run by ctest under mpiexec with 2, 3 and 4 ranks (mpi.np2 to np4).
 // Every rank's batch is generated from a seed and its rank, so each rank regenerates every other
 // rank's batch and checks the collective's result against the concatenation computed locally.
 // Error cases check that every rank throws the same tbatch::Error and that the ranks are still
@@ -492,6 +492,171 @@ TEST_CASE("mismatches between ranks are raised on every rank", "[mpi]") {
   SECTION("no communicator") {
     TBATCH_CHECK_THROWS_WITH(mpi::allgather(MPI_COMM_NULL, floats(1, 3)), ValueError,
                              "mpi::allgather: the communicator is MPI_COMM_NULL");
+  }
+  check_still_in_step();
+}
+
+// ---- all_to_all, rebalance, bucket_by_size ------------------------------------------------
+
+namespace {
+
+// Rank r's destinations in scenario `seed`: one random rank per element of rank_list.
+std::vector<index_t> rank_destinations(unsigned seed, int r, index_t batch) {
+  std::mt19937 rng(seed * 104729u + static_cast<unsigned>(r));
+  std::vector<index_t> to;
+  for (index_t i = 0; i < batch; ++i)
+    to.push_back(std::uniform_int_distribution<index_t>(0, world_size() - 1)(rng));
+  return to;
+}
+
+template <class T>
+void check_elements(const PackedBatch<T>& got, const std::vector<Tensor<T>>& expected) {
+  REQUIRE(got.batch_size() == static_cast<index_t>(expected.size()));
+  for (index_t i = 0; i < got.batch_size(); ++i)
+    CHECK(got.element(i) == expected[static_cast<std::size_t>(i)]);
+}
+
+// Row count of every element of every rank, in global order, and the elements themselves.
+template <class T>
+std::vector<Tensor<T>> global_elements(unsigned seed, index_t element_rank, index_t last_dim) {
+  return concatenation<T>(all_ranks(), seed, element_rank, last_dim);
+}
+index_t rows_of_element(const Shape& shape) {
+  index_t rows = 1;
+  for (std::size_t d = 0; d + 1 < shape.size(); ++d)
+    rows *= shape[d];
+  return rows;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("all_to_all sends each element to its destination rank", "[mpi]", float,
+                   std::int8_t, double, bool) {
+  using T = TestType;
+  const int me = world_rank();
+  for (unsigned seed = 1; seed <= 6; ++seed) {
+    const index_t element_rank = 1 + seed % 3, last_dim = seed % 4;
+    const std::vector<Tensor<T>> mine = rank_list<T>(seed, me, element_rank, last_dim, 6);
+    const std::vector<index_t> to = rank_destinations(seed, me, index_t(mine.size()));
+    std::vector<Tensor<T>> expected;
+    for (int r = 0; r < world_size(); ++r) {
+      const std::vector<Tensor<T>> theirs = rank_list<T>(seed, r, element_rank, last_dim, 6);
+      const std::vector<index_t> their_to = rank_destinations(seed, r, index_t(theirs.size()));
+      for (std::size_t i = 0; i < theirs.size(); ++i)
+        if (their_to[i] == me) expected.push_back(theirs[i]);
+    }
+    INFO("seed " << seed << ", element rank " << element_rank << ", last dim " << last_dim);
+    const Tensor<index_t> destination =
+        Tensor<index_t>(Shape{index_t(to.size())}, std::vector<index_t>(to));
+    const PackedBatch<T> got = mpi::all_to_all(world, list_to_packed(mine), destination);
+    check_elements(got, expected);
+    // The same from a strided batch, and in the padded form (re-padded to this rank's maximum).
+    const PackedBatch<T> strided =
+        mpi::all_to_all(world, strided_copy(list_to_packed(mine)), destination);
+    check_elements(strided, expected);
+    const PaddedBatch<T> padded = mpi::all_to_all(
+        world, list_to_padded(mine, value_of<T>(0), std::vector<index_t>(element_rank - 1, 5)),
+        destination, value_of<T>(1));
+    REQUIRE(padded.batch_size() == index_t(expected.size()));
+    for (index_t i = 0; i < padded.batch_size(); ++i)
+      CHECK(padded.element(i) == expected[std::size_t(i)]);
+  }
+}
+
+TEST_CASE("all_to_all to self, from empty ranks and of zero-row elements", "[mpi]") {
+  const int me = world_rank();
+  std::vector<Tensor<float>> mine{Tensor<float>(Shape{0, 2}), Tensor<float>(Shape{3, 2}, float(me)),
+                                  Tensor<float>(Shape{0, 2})};
+  const PackedBatch<float> local = list_to_packed(mine);
+  const PackedBatch<float> same = mpi::all_to_all(world, local, Tensor<index_t>(Shape{3}, me));
+  check_elements(same, mine);
+  // Everything to rank 0; the other ranks receive nothing but keep the element rank and last dim.
+  const PackedBatch<float> to_zero =
+      mpi::all_to_all(world, me == 1 ? list_to_packed(std::vector<Tensor<float>>{}) : local,
+                      Tensor<index_t>(Shape{me == 1 ? 0 : 3}, 0));
+  if (me == 0) {
+    CHECK(to_zero.batch_size() == 3 * (world_size() - 1));
+  } else {
+    CHECK(to_zero.batch_size() == 0);
+    CHECK(to_zero.last_dim() == 2);
+    CHECK(to_zero.element_rank() == 2);
+  }
+}
+
+TEMPLATE_TEST_CASE("rebalance keeps the global order in row-balanced contiguous shares", "[mpi]",
+                   float, std::int16_t) {
+  using T = TestType;
+  const int me = world_rank(), size = world_size();
+  for (unsigned seed = 11; seed <= 16; ++seed) {
+    const index_t element_rank = 1 + seed % 3, last_dim = 1 + seed % 3;
+    const std::vector<Tensor<T>> all = global_elements<T>(seed, element_rank, last_dim);
+    std::vector<index_t> first{0};
+    index_t largest = 0;
+    for (const Tensor<T>& e : all) {
+      first.push_back(first.back() + rows_of_element(e.shape()));
+      largest = std::max(largest, rows_of_element(e.shape()));
+    }
+    const std::vector<index_t> bounds =
+        mpi::detail::balanced_boundaries(first.data(), index_t(all.size()), size);
+    const PackedBatch<T> got =
+        mpi::rebalance(world, list_to_packed(rank_list<T>(seed, me, element_rank, last_dim)));
+    INFO("seed " << seed);
+    check_elements(got, std::vector<Tensor<T>>(all.begin() + bounds[std::size_t(me)],
+                                               all.begin() + bounds[std::size_t(me) + 1]));
+    const index_t rows = got.batch_size() > 0 ? got.data().size(0) : 0;
+    CHECK(std::abs(rows * size - first.back()) <= largest * size);
+  }
+}
+
+TEST_CASE("bucket_by_size gives each rank a sorted, contiguous range of sizes", "[mpi]") {
+  const int me = world_rank(), size = world_size();
+  for (unsigned seed = 21; seed <= 26; ++seed) {
+    std::vector<Tensor<float>> all = global_elements<float>(seed, 2, 3);
+    std::stable_sort(all.begin(), all.end(), [](const Tensor<float>& a, const Tensor<float>& b) {
+      return a.size(0) < b.size(0);
+    });
+    std::vector<index_t> first{0};
+    for (const Tensor<float>& e : all)
+      first.push_back(first.back() + e.size(0));
+    const std::vector<index_t> bounds =
+        mpi::detail::balanced_boundaries(first.data(), index_t(all.size()), size);
+    const PackedBatch<float> got =
+        mpi::bucket_by_size(world, list_to_packed(rank_list<float>(seed, me, 2, 3)));
+    INFO("seed " << seed);
+    check_elements(got, std::vector<Tensor<float>>(all.begin() + bounds[std::size_t(me)],
+                                                   all.begin() + bounds[std::size_t(me) + 1]));
+  }
+}
+
+TEST_CASE("all_to_all argument errors are raised on every rank", "[mpi]") {
+  const int me = world_rank(), size = world_size(), last = size - 1;
+  const PackedBatch<float> local = list_to_packed(
+      std::vector<Tensor<float>>{Tensor<float>(Shape{2, 3}), Tensor<float>(Shape{1, 3})});
+  SECTION("a destination out of range") {
+    Tensor<index_t> to(Shape{2}, 0);
+    if (me == 1) to(1) = size;
+    TBATCH_CHECK_THROWS_WITH(
+        mpi::all_to_all(world, local, to), IndexError,
+        tbatch::detail::concat("mpi::all_to_all: rank 1's destination[1] = ", size,
+                               " is out of range for a communicator of ", size, " ranks"));
+  }
+  SECTION("a destination of the wrong length or rank") {
+    const Tensor<index_t> to =
+        me == last ? Tensor<index_t>(Shape{3}, 0) : Tensor<index_t>(Shape{2}, 0);
+    TBATCH_CHECK_THROWS_WITH(
+        mpi::all_to_all(world, local, to), ShapeError,
+        tbatch::detail::concat("mpi::all_to_all: rank ", last,
+                               "'s destination has 3 entries but its batch has 2 elements"));
+    const Tensor<index_t> flat =
+        me == 0 ? Tensor<index_t>(Shape{1, 2}, 0) : Tensor<index_t>(Shape{2}, 0);
+    TBATCH_CHECK_THROWS_WITH(mpi::all_to_all(world, local, flat), ShapeError,
+                             "mpi::all_to_all: rank 0's destination has 2 dims");
+  }
+  SECTION("mismatched last dims") {
+    const PackedBatch<float> other =
+        me == 1 ? list_to_packed(std::vector<Tensor<float>>{Tensor<float>(Shape{2, 4})}) : local;
+    TBATCH_CHECK_THROWS_WITH(mpi::rebalance(world, other), ShapeError,
+                             "mpi::rebalance: rank 1 has last dim 4 but rank 0 has last dim 3");
   }
   check_still_in_step();
 }
