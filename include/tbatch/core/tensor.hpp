@@ -44,7 +44,8 @@ class Tensor : public ViewMethods<Tensor<T>> {
         layout_(layout::contiguous(std::move(sizes))) {}
   /// A contiguous tensor of shape `sizes` with every element `fill_value`.
   Tensor(Shape sizes, T fill_value) : Tensor(empty(std::move(sizes))) {
-    tbatch::fill(view(), fill_value);
+    // A fresh contiguous buffer: no aliasing check to make.
+    detail::fill_view(view(), fill_value, detail::stores_for_output(view()));
   }
   /// A tensor of shape `sizes` holding `values` in row-major order; ShapeError if the count
   /// differs.

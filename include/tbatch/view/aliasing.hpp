@@ -6,8 +6,8 @@
 //  2. An input that shares an element with the output is read as it was before the call: the
 //     function copies it first.
 // Both tests start with cheap proofs (byte ranges, strides, a common divisor of the strides);
-// only layouts they cannot settle have their element offsets listed, up to
-// exact_alias_check_max elements. Above that an unsettled case counts as aliased, which for
+// only layouts they cannot settle have their element offsets marked one by one, when they span
+// at most exact_alias_check_max offsets. Above that an unsettled case counts as aliased, which for
 // rule 2 costs a copy and never a wrong value.
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tbatch/core/errors.hpp"
+#include "tbatch/core/small_vector.hpp"
 #include "tbatch/view/layout.hpp"
 #include "tbatch/view/strided_view.hpp"
 #include "tbatch/view/walk.hpp"
@@ -26,7 +27,8 @@
 namespace tbatch {
 namespace detail {
 
-/// The most elements whose offsets the aliasing tests list to settle a case exactly.
+/// The widest span of offsets (in elements) the aliasing tests mark one by one to settle a case
+/// exactly.
 inline constexpr index_t exact_alias_check_max = index_t(1) << 16;
 
 /// Address range [lo, hi) of the bytes a view with elements touches.
@@ -37,30 +39,30 @@ std::pair<const char*, const char*> byte_extent(const StridedView<T>& v) {
   return {base + e.lowest * index_t(sizeof(T)), base + (e.highest + 1) * index_t(sizeof(T))};
 }
 
-/// The offset of every element of `l` (walked by the engine's run plan), sorted.
-inline std::vector<index_t> sorted_offsets(const Layout& l) {
-  std::vector<index_t> out;
-  out.reserve(static_cast<std::size_t>(l.shape.numel()));
+/// Calls visit(offset) for the offset of every element of `l` (walked by the engine's plan).
+template <class Visit>
+void for_each_offset(const Layout& l, Visit&& visit) {
   const RunPlan<1> plan = plan_runs<1>(l.shape, {&l.strides});
   const index_t length = plan.run_length(), stride = plan.inner_stride(0);
   walk_runs(plan, std::array<index_t, 1>{l.offset}, [&](const std::array<index_t, 1>& first) {
     for (index_t i = 0; i < length; ++i)
-      out.push_back(first[0] + i * stride);
+      visit(first[0] + i * stride);
   });
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
-/// True when two elements of `l` have one offset (rule 1). Exact up to exact_alias_check_max
-/// elements; above it, layouts whose sorted strides do not nest count as repeating.
+/// True when two elements of `l` have one offset (rule 1). Exact when the layout spans at most
+/// exact_alias_check_max offsets; above it, layouts whose sorted strides do not nest count as
+/// repeating.
 inline bool repeats_elements(const Layout& l) {
   if (l.shape.numel() <= 1) return false;
-  std::vector<std::array<index_t, 2>> dims;  // (|stride|, size) of the dims with size > 1
+  SmallVector<std::array<index_t, 2>, 8> dims;  // (|stride|, size) of the dims with size > 1
   for (index_t d = 0; d < l.dim(); ++d)
     if (l.shape[d] > 1)
       dims.push_back({l.strides[d] < 0 ? -l.strides[d] : l.strides[d], l.shape[d]});
-  std::sort(dims.begin(), dims.end());
-  if (dims.front()[0] == 0) return true;
+  for (std::size_t i = 1; i < dims.size(); ++i)  // insertion sort: a handful of dims
+    for (std::size_t j = i; j > 0 && dims[j] < dims[j - 1]; --j)
+      std::swap(dims[j], dims[j - 1]);
+  if (dims[0][0] == 0) return true;
   // Each stride beyond the reach of the smaller ones: distinct offsets (the common case).
   index_t reach = 0;
   bool nested = true;
@@ -72,9 +74,16 @@ inline bool repeats_elements(const Layout& l) {
     reach += stride * (size - 1);
   }
   if (nested) return false;
-  if (l.shape.numel() > exact_alias_check_max) return true;
-  const std::vector<index_t> offsets = sorted_offsets(l);
-  return std::adjacent_find(offsets.begin(), offsets.end()) != offsets.end();
+  const layout::Extent e = layout::extent(l, "repeats_elements");
+  if (e.highest - e.lowest >= exact_alias_check_max) return true;
+  std::vector<bool> seen(static_cast<std::size_t>(e.highest - e.lowest + 1));
+  bool repeated = false;
+  for_each_offset(l, [&](index_t offset) {
+    const auto k = static_cast<std::size_t>(offset - e.lowest);
+    repeated = repeated || seen[k];
+    seen[k] = true;
+  });
+  return repeated;
 }
 
 /// The greatest common divisor of the strides of `l`'s dims with size > 1 (0 for one element).
@@ -86,8 +95,8 @@ inline index_t stride_gcd(const Layout& l) {
 }
 
 /// True when views `a` and `b` may have an element in common (rule 2): false is always exact;
-/// true is exact when both have elements of one size and together at most
-/// exact_alias_check_max elements.
+/// true is exact when both have elements of one size and together span at most
+/// exact_alias_check_max offsets.
 template <class A, class B>
 bool may_share_elements(const StridedView<A>& a, const StridedView<B>& b) {
   if (a.numel() == 0 || b.numel() == 0) return false;
@@ -109,15 +118,19 @@ bool may_share_elements(const StridedView<A>& a, const StridedView<B>& b) {
     const index_t g = std::gcd(stride_gcd(a.layout()), stride_gcd(shifted));
     const index_t difference = shifted.offset - a.layout().offset;
     if (g > 1 && difference % g != 0) return false;
-    if (a.numel() + b.numel() > exact_alias_check_max) return true;
-    const std::vector<index_t> in_a = sorted_offsets(a.layout()), in_b = sorted_offsets(shifted);
-    auto i = in_a.begin();
-    auto j = in_b.begin();
-    while (i != in_a.end() && j != in_b.end()) {
-      if (*i == *j) return true;
-      *i < *j ? ++i : ++j;
-    }
-    return false;
+    const layout::Extent ea = layout::extent(a.layout(), "may_share_elements");
+    const layout::Extent eb = layout::extent(shifted, "may_share_elements");
+    const index_t lowest = std::min(ea.lowest, eb.lowest);
+    if (std::max(ea.highest, eb.highest) - lowest >= exact_alias_check_max) return true;
+    std::vector<bool> in_a(static_cast<std::size_t>(std::max(ea.highest, eb.highest) - lowest + 1));
+    for_each_offset(a.layout(), [&](index_t offset) {
+      in_a[static_cast<std::size_t>(offset - lowest)] = true;
+    });
+    bool shared = false;
+    for_each_offset(shifted, [&](index_t offset) {
+      shared = shared || in_a[static_cast<std::size_t>(offset - lowest)];
+    });
+    return shared;
   }
 }
 
