@@ -276,6 +276,8 @@ TEST_CASE("bad files are FormatErrors", "[io][errors]") {
   rejects(file_with(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", data),
           "the tensors cover 4 data bytes but the file has 8");
   rejects(file_with(R"({"x":{"shape":[2],"data_offsets":[0,8]}})", data), "has no dtype string");
+  rejects(file_with(R"({"":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", data),
+          "tensor '' has an empty name");
   rejects(file_with(R"({"x":{"dtype":"F32","data_offsets":[0,8]}})", data), "has no shape array");
   rejects(file_with(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", data),
           "has no data_offsets pair of sizes");

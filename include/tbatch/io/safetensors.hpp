@@ -208,6 +208,7 @@ inline Header parse_header(const char* text, std::uint64_t length, std::uint64_t
     auto bad = [&](const auto&... why) {
       fail<FormatError>(fn, what, ": tensor '", name, "' ", why...);
     };
+    if (name.empty()) bad("has an empty name, which no tensor may have");
     if (!value.is_object()) bad("is not a JSON object");
     const auto dtype_field = value.find("dtype");
     const auto shape_field = value.find("shape");
