@@ -28,12 +28,17 @@
 
 #include <tbatch/mpi.hpp>
 
+#include "mpi_timing.hpp"
+
 using tbatch::index_t;
 using tbatch::PackedBatch;
 using tbatch::Shape;
 using tbatch::Tensor;
 
 namespace {
+
+using tbatch_bench::median;
+using tbatch_bench::time_once;
 
 constexpr index_t kLastDim = 16;  // floats per row: 64 bytes
 constexpr index_t kMaxRows = 2048;
@@ -49,24 +54,6 @@ PackedBatch<float> make_batch(index_t rows, int rank) {
     done += n;
   }
   return tbatch::list_to_packed(list);
-}
-
-// Seconds `run` takes on the slowest rank, starting together after a barrier.
-template <class Run>
-double time_once(MPI_Comm comm, Run&& run) {
-  MPI_Barrier(comm);
-  const auto start = std::chrono::steady_clock::now();
-  run();
-  const double mine =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  double slowest = 0;
-  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return slowest;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 }  // namespace

@@ -26,6 +26,8 @@
 
 #include <tbatch/mpi.hpp>
 
+#include "mpi_timing.hpp"
+
 using tbatch::index_t;
 using tbatch::PackedBatch;
 using tbatch::Shape;
@@ -33,25 +35,11 @@ using tbatch::Tensor;
 
 namespace {
 
+using tbatch_bench::median;
+using tbatch_bench::time_once;
+
 constexpr index_t last_dim = 16;  // floats per row: 64 bytes
 constexpr index_t max_rows = 2048;
-
-template <class Run>
-double time_once(MPI_Comm comm, Run&& run) {
-  MPI_Barrier(comm);
-  const auto start = std::chrono::steady_clock::now();
-  run();
-  const double mine =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  double slowest = 0;
-  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return slowest;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 

@@ -646,6 +646,18 @@ inline TensorDict dict_of(const nlohmann::json& structure, const std::string& pr
   return out;
 }
 
+/// The JSON a dict's structure is stored as under metadata entry `key`; FormatError naming `fn`
+/// when the entry is missing (`what` names the dict kind) or is not JSON.
+inline nlohmann::json structure_in(const TensorFile& file, const char* key, const char* what,
+                                   const char* fn) {
+  const auto entry = file.metadata.find(key);
+  if (entry == file.metadata.end())
+    fail<FormatError>(fn, "the file has no ", what, " (no metadata entry '", key, "')");
+  nlohmann::json structure = nlohmann::json::parse(entry->second, nullptr, false);
+  if (structure.is_discarded()) fail<FormatError>(fn, "the metadata entry '", key, "' is not JSON");
+  return structure;
+}
+
 /// The metadata key under which a TensorDict's structure is stored.
 inline constexpr const char* dict_structure_key = "tbatch.tensordict";
 
@@ -670,14 +682,8 @@ inline void put(TensorFile& file, const TensorDict& td) {
 /// TensorDict::set throws for inconsistent shapes.
 inline TensorDict get_tensordict(const TensorFile& file) {
   const char* fn = "io::get_tensordict";
-  const auto entry = file.metadata.find(detail::dict_structure_key);
-  if (entry == file.metadata.end())
-    tbatch::detail::fail<FormatError>(fn, "the file has no TensorDict (no metadata entry '",
-                                      detail::dict_structure_key, "')");
-  const nlohmann::json structure = nlohmann::json::parse(entry->second, nullptr, false);
-  if (structure.is_discarded())
-    tbatch::detail::fail<FormatError>(fn, "the metadata entry '", detail::dict_structure_key,
-                                      "' is not JSON");
+  const nlohmann::json structure =
+      detail::structure_in(file, detail::dict_structure_key, "TensorDict", fn);
   return detail::dict_of(structure, "", file, fn);
 }
 
@@ -835,13 +841,9 @@ inline void put(TensorFile& file, const RaggedTensorDict& ragged) {
 /// FormatError when the structure is missing or inconsistent with the tensors.
 inline RaggedTensorDict get_ragged_tensordict(const TensorFile& file) {
   const char* fn = "io::get_ragged_tensordict";
-  const auto entry = file.metadata.find(detail::ragged_structure_key);
-  if (entry == file.metadata.end())
-    tbatch::detail::fail<FormatError>(fn, "the file has no RaggedTensorDict (no metadata entry '",
-                                      detail::ragged_structure_key, "')");
-  const nlohmann::json structure = nlohmann::json::parse(entry->second, nullptr, false);
-  if (structure.is_discarded() || !structure.is_object() || !structure.contains("layout") ||
-      !structure["layout"].is_string() ||
+  const nlohmann::json structure =
+      detail::structure_in(file, detail::ragged_structure_key, "RaggedTensorDict", fn);
+  if (!structure.is_object() || !structure.contains("layout") || !structure["layout"].is_string() ||
       (structure["layout"] != "padded" && structure["layout"] != "packed"))
     tbatch::detail::fail<FormatError>(fn, "the metadata entry '", detail::ragged_structure_key,
                                       "' is not a RaggedTensorDict structure");
