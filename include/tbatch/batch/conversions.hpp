@@ -57,20 +57,29 @@ StridedView<T> valid_box(const StridedView<T>& slot, const Shape& sizes) {
   return box;
 }
 
-/// Writes `elements` into `out` (B, max..., last_dim): each element into its box, padding
-/// around it. `out` is validated by the caller to hold every element. The stores follow the
-/// whole output's size.
+/// An element of a list as the read-only view the kernels copy from.
 template <class T>
-void write_padded(const std::vector<Tensor<T>>& elements, Tensor<T>& out, T padding_value) {
+StridedView<const T> element_view(const Tensor<T>& element) {
+  return element.view();
+}
+template <class T>
+StridedView<const T> element_view(const StridedView<T>& element) {
+  return StridedView<const T>(element);
+}
+
+/// Writes `elements` (Tensor<T> or StridedView<const T>) into `out` (B, max..., last_dim): each
+/// element into its box, padding around it. `out` is validated by the caller to hold every
+/// element. The stores follow the whole output's size.
+template <class Item, class T>
+void write_padded(const std::vector<Item>& elements, Tensor<T>& out, T padding_value) {
   const StridedView<T> padded = out.view();
   const Stores stores = stores_for_output(out);
   parallel_for(0, index_t(elements.size()), 1,
                out.numel() * index_t(sizeof(T)) > parallel_min_bytes, [&](index_t i) {
-                 const Tensor<T>& element = elements[static_cast<std::size_t>(i)];
+                 const Item& element = elements[static_cast<std::size_t>(i)];
                  const StridedView<T> slot = padded.select(0, i);
                  fill_padding(slot, element.shape(), padding_value, stores);
-                 copy_views(StridedView<const T>(element.view()), valid_box(slot, element.shape()),
-                            stores);
+                 copy_views(element_view(element), valid_box(slot, element.shape()), stores);
                });
 }
 
@@ -85,20 +94,21 @@ StridedView<T> packed_rows(const StridedView<T>& out, index_t row_start, const S
   return out.narrow(0, row_start, leading.numel()).unflatten(0, sizes);
 }
 
-template <class T>
-void write_packed(const std::vector<Tensor<T>>& elements, const Tensor<index_t>& first_idx,
+template <class Item, class T>
+void write_packed(const std::vector<Item>& elements, const Tensor<index_t>& first_idx,
                   Tensor<T>& out) {
   const StridedView<T> packed = out.view();
   const Stores stores = stores_for_output(out);
   parallel_for(0, index_t(elements.size()), 1,
                out.numel() * index_t(sizeof(T)) > parallel_min_bytes, [&](index_t i) {
-                 const Tensor<T>& element = elements[static_cast<std::size_t>(i)];
-                 copy_views(StridedView<const T>(element.view()),
+                 const Item& element = elements[static_cast<std::size_t>(i)];
+                 copy_views(element_view(element),
                             packed_rows(packed, first_idx.data()[i], element.shape()), stores);
                });
 }
 
-/// Rows per element of a list of Tensor<T> or AnyTensor (product of all dims but the last).
+/// Rows per element of a list of Tensor<T>, StridedView<const T> or AnyTensor (product of all
+/// dims but the last).
 template <class Item>
 Tensor<index_t> rows_per_tensor(const std::vector<Item>& list, const char* function) {
   Tensor<index_t> rows = Tensor<index_t>::empty(Shape{static_cast<index_t>(list.size())});
@@ -132,31 +142,167 @@ Tensor<T> stack_equal(const std::vector<Tensor<T>>& list, const char* function) 
 }
 
 /// The elements of a list as a padded batch into `out` (already shaped).
-template <class T>
-PaddedBatch<T> padded_from_elements(const std::vector<Tensor<T>>& elements,
+template <class Item, class T>
+PaddedBatch<T> padded_from_elements(const std::vector<Item>& elements,
                                     Tensor<index_t> shape_per_tensor, Tensor<T> out,
                                     T padding_value) {
   write_padded(elements, out, padding_value);
   return PaddedBatch<T>(std::move(out), shape_per_tensor);
 }
 
+/// The element type of a list item: Tensor<T>, StridedView<T> or StridedView<const T> give T.
+template <class Item>
+struct ListItem {};
+template <class T>
+struct ListItem<Tensor<T>> {
+  using value_type = T;
+};
+template <class T>
+struct ListItem<StridedView<T>> {
+  using value_type = std::remove_const_t<T>;
+};
+
+template <class List>
+using list_item_t = std::remove_cvref_t<decltype(*std::begin(std::declval<const List&>()))>;
+
 }  // namespace detail
 
-/// Pads every tensor of `list` to a common shape and stacks them: (B, max_shape..., last_dim).
-/// `max_shape` (rank - 1 sizes, -1 = that dim's maximum) fixes the padded sizes; a size below
-/// some tensor's is a ValueError. Tensors must share rank and last dim (ShapeError naming the
-/// index). An empty list gives data of shape (0, 0).
-template <class T>
-PaddedBatch<T> list_to_padded(const std::vector<Tensor<T>>& list, T padding_value,
-                              const std::vector<index_t>& max_shape = {}) {
-  Tensor<index_t> shape_per_tensor = detail::shape_per_tensor_of(list, "list_to_padded");
+/// What list_to_padded and list_to_packed accept: a sized range (std::vector, std::array,
+/// std::span, ...) of Tensor<T>, StridedView<T> or StridedView<const T>. Views over memory the
+/// caller owns (Tensor::borrow, StridedView(pointer, shape, strides)) are read in place.
+template <class List>
+concept ElementList = requires(const List& list) {
+  std::size(list);
+  typename detail::ListItem<detail::list_item_t<List>>::value_type;
+};
+
+/// The element type T of an ElementList.
+template <ElementList List>
+using list_value_t = typename detail::ListItem<detail::list_item_t<List>>::value_type;
+
+namespace detail {
+
+/// Calls fn(elements) with the list as a std::vector of StridedView<const T>: the list itself
+/// when it is one, else a vector of read-only views of its items (no data copied).
+template <class List, class Fn>
+decltype(auto) with_element_vector(const List& list, Fn&& fn) {
+  using T = list_value_t<List>;
+  if constexpr (std::is_same_v<List, std::vector<StridedView<const T>>>) {
+    return fn(list);
+  } else {
+    std::vector<StridedView<const T>> views;
+    views.reserve(std::size(list));
+    for (const auto& item : list)
+      views.push_back(element_view(item));
+    return fn(views);
+  }
+}
+
+/// `list`, or, when some of its items share elements with `out`, `staging` holding the list
+/// with those items copied into `copies` (rule 2 of view/aliasing.hpp).
+template <class Item, class T>
+const std::vector<Item>& unaliased(const std::vector<Item>& list, const StridedView<T>& out,
+                                   std::vector<Item>& staging, std::vector<Tensor<T>>& copies) {
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (!may_share_elements(element_view(list[i]), out)) continue;
+    staging = list;
+    for (std::size_t j = i; j < list.size(); ++j) {
+      if (!may_share_elements(element_view(list[j]), out)) continue;
+      copies.push_back(Tensor<T>::from_view(element_view(list[j])));
+      if constexpr (std::is_same_v<Item, Tensor<T>>)
+        staging[j] = copies.back();
+      else
+        staging[j] = StridedView<const T>(copies.back().view());
+    }
+    return staging;
+  }
+  return list;
+}
+
+template <class Item, class T = typename ListItem<Item>::value_type>
+PaddedBatch<T> padded_from_list(const std::vector<Item>& list, T padding_value,
+                                const std::vector<index_t>& max_shape) {
+  Tensor<index_t> shape_per_tensor = shape_per_tensor_of(list, "list_to_padded");
   const index_t rank = list.empty() ? 1 + static_cast<index_t>(max_shape.size()) : list[0].dim();
   const index_t last_dim = list.empty() ? 0 : list[0].size(-1);
   if (list.empty()) shape_per_tensor = Tensor<index_t>(Shape{0, rank - 1});
-  Tensor<T> out = Tensor<T>::empty(detail::batched_shape(
+  Tensor<T> out = Tensor<T>::empty(batched_shape(
       static_cast<index_t>(list.size()), fill_max_shape(shape_per_tensor, max_shape), last_dim));
-  return detail::padded_from_elements(list, std::move(shape_per_tensor), std::move(out),
-                                      padding_value);
+  return padded_from_elements(list, std::move(shape_per_tensor), std::move(out), padding_value);
+}
+
+template <class Item, class T = typename ListItem<Item>::value_type>
+PaddedBatch<T> padded_into_from_list(const std::vector<Item>& list_in, T padding_value,
+                                     Tensor<T> out) {
+  const Tensor<index_t> shape_per_tensor = shape_per_tensor_of(list_in, "list_to_padded_into");
+  check_distinct_elements(out.view(), "list_to_padded_into");
+  std::vector<Item> staging;
+  std::vector<Tensor<T>> copies;
+  const std::vector<Item>& list = unaliased(list_in, out.view(), staging, copies);
+  const index_t batch = static_cast<index_t>(list.size());
+  if (out.dim() < 2 || out.size(0) != batch ||
+      (!list.empty() && (out.dim() != list[0].dim() + 1 || out.size(-1) != list[0].size(-1))))
+    fail<ShapeError>("list_to_padded_into", "out has shape ", out.shape(), " but ", batch,
+                     " tensors of rank ", list.empty() ? 0 : list[0].dim(), " need shape (", batch,
+                     ", max_shape..., ", list.empty() ? 0 : list[0].size(-1), ")");
+  for (index_t i = 0; i < batch; ++i)
+    for (index_t d = 0; d + 1 < list[i].dim(); ++d)
+      if (list[i].size(d) > out.size(d + 1))
+        fail<ShapeError>("list_to_padded_into", "out has size ", out.size(d + 1), " at dim ", d + 1,
+                         " but tensor ", i, " has ", list[i].size(d), " there (out shape ",
+                         out.shape(), ")");
+  return padded_from_elements(
+      list, list.empty() ? Tensor<index_t>(Shape{0, out.dim() - 2}) : shape_per_tensor,
+      std::move(out), padding_value);
+}
+
+template <class Item, class T = typename ListItem<Item>::value_type>
+PackedBatch<T> packed_from_list(const std::vector<Item>& list) {
+  const Tensor<index_t> shape_per_tensor = shape_per_tensor_of(list, "list_to_packed");
+  const Tensor<index_t> first_idx = get_first_idx(rows_per_tensor(list, "list_to_packed"));
+  const index_t last_dim = list.empty() ? 0 : list[0].size(-1);
+  Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[list.size()], last_dim});
+  write_packed(list, first_idx, out);
+  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
+}
+
+template <class Item, class T = typename ListItem<Item>::value_type>
+PackedBatch<T> packed_into_from_list(const std::vector<Item>& list_in, Tensor<T> out) {
+  const Tensor<index_t> shape_per_tensor = shape_per_tensor_of(list_in, "list_to_packed_into");
+  check_distinct_elements(out.view(), "list_to_packed_into");
+  std::vector<Item> staging;
+  std::vector<Tensor<T>> copies;
+  const std::vector<Item>& list = unaliased(list_in, out.view(), staging, copies);
+  const Tensor<index_t> first_idx = get_first_idx(rows_per_tensor(list, "list_to_packed_into"));
+  const Shape needed{first_idx.data()[list.size()], list.empty() ? out.size(-1) : list[0].size(-1)};
+  if (!(out.shape() == needed))
+    fail<ShapeError>("list_to_packed_into", "out has shape ", out.shape(), " but the list needs ",
+                     needed);
+  write_packed(list, first_idx, out);
+  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
+}
+
+}  // namespace detail
+
+/// Pads every tensor of `list` to a common shape and stacks them: (B, max_shape..., last_dim).
+/// `list` is any ElementList: tensors, or views of memory the caller owns, read without a copy.
+/// `max_shape` (rank - 1 sizes, -1 = that dim's maximum) fixes the padded sizes; a size below
+/// some tensor's is a ValueError. Tensors must share rank and last dim (ShapeError naming the
+/// index). An empty list gives data of shape (0, 0).
+template <ElementList List>
+PaddedBatch<list_value_t<List>> list_to_padded(
+    const List& list, std::type_identity_t<list_value_t<List>> padding_value,
+    const std::vector<index_t>& max_shape = {}) {
+  return detail::with_element_vector(list, [&](const auto& elements) {
+    return detail::padded_from_list(elements, padding_value, max_shape);
+  });
+}
+
+template <class T>
+PaddedBatch<T> list_to_padded(const std::vector<Tensor<T>>& list,
+                              std::type_identity_t<T> padding_value,
+                              const std::vector<index_t>& max_shape = {}) {
+  return detail::padded_from_list(list, padding_value, max_shape);
 }
 
 /// list_to_padded into a caller-owned tensor `out` of shape (B, max_shape..., last_dim), which
@@ -165,64 +311,50 @@ PaddedBatch<T> list_to_padded(const std::vector<Tensor<T>>& list, T padding_valu
 /// some tensor, or when the tensors differ in rank or last dim; ValueError when out holds an
 /// address twice. Tensors that share elements with `out` (re-ordering a batch into its own
 /// buffer, say) are copied before out is written. Returns the batch viewing `out`.
-template <class T>
-PaddedBatch<T> list_to_padded_into(const std::vector<Tensor<T>>& list_in, T padding_value,
-                                   Tensor<T> out) {
-  const Tensor<index_t> shape_per_tensor =
-      detail::shape_per_tensor_of(list_in, "list_to_padded_into");
-  detail::check_distinct_elements(out.view(), "list_to_padded_into");
-  std::vector<Tensor<T>> staging;
-  const std::vector<Tensor<T>>& list = detail::unaliased(list_in, out.view(), staging);
-  const index_t batch = static_cast<index_t>(list.size());
-  if (out.dim() < 2 || out.size(0) != batch ||
-      (!list.empty() && (out.dim() != list[0].dim() + 1 || out.size(-1) != list[0].size(-1))))
-    detail::fail<ShapeError>("list_to_padded_into", "out has shape ", out.shape(), " but ", batch,
-                             " tensors of rank ", list.empty() ? 0 : list[0].dim(), " need shape (",
-                             batch, ", max_shape..., ", list.empty() ? 0 : list[0].size(-1), ")");
-  for (index_t i = 0; i < batch; ++i)
-    for (index_t d = 0; d + 1 < list[i].dim(); ++d)
-      if (list[i].size(d) > out.size(d + 1))
-        detail::fail<ShapeError>("list_to_padded_into", "out has size ", out.size(d + 1),
-                                 " at dim ", d + 1, " but tensor ", i, " has ", list[i].size(d),
-                                 " there (out shape ", out.shape(), ")");
-  return detail::padded_from_elements(
-      list, list.empty() ? Tensor<index_t>(Shape{0, out.dim() - 2}) : shape_per_tensor,
-      std::move(out), padding_value);
+template <ElementList List>
+PaddedBatch<list_value_t<List>> list_to_padded_into(
+    const List& list, std::type_identity_t<list_value_t<List>> padding_value,
+    Tensor<list_value_t<List>> out) {
+  return detail::with_element_vector(list, [&](const auto& elements) {
+    return detail::padded_into_from_list(elements, padding_value, std::move(out));
+  });
 }
 
-/// Flattens every tensor of `list` to (rows, last_dim) and concatenates them: the packed data
-/// (sum of rows, last_dim), shape_per_tensor (B, rank - 1) and first_idx (B + 1). Tensors must
-/// share rank (>= 1) and last dim (ShapeError naming the index). An empty list gives data of
-/// shape (0, 0).
+template <class T>
+PaddedBatch<T> list_to_padded_into(const std::vector<Tensor<T>>& list,
+                                   std::type_identity_t<T> padding_value, Tensor<T> out) {
+  return detail::padded_into_from_list(list, padding_value, std::move(out));
+}
+
+/// Flattens every tensor of `list` (any ElementList) to (rows, last_dim) and concatenates them:
+/// the packed data (sum of rows, last_dim), shape_per_tensor (B, rank - 1) and first_idx
+/// (B + 1). Tensors must share rank (>= 1) and last dim (ShapeError naming the index). An empty
+/// list gives data of shape (0, 0).
+template <ElementList List>
+PackedBatch<list_value_t<List>> list_to_packed(const List& list) {
+  return detail::with_element_vector(
+      list, [&](const auto& elements) { return detail::packed_from_list(elements); });
+}
+
 template <class T>
 PackedBatch<T> list_to_packed(const std::vector<Tensor<T>>& list) {
-  const Tensor<index_t> shape_per_tensor = detail::shape_per_tensor_of(list, "list_to_packed");
-  const Tensor<index_t> first_idx = get_first_idx(detail::rows_per_tensor(list, "list_to_packed"));
-  const index_t last_dim = list.empty() ? 0 : list[0].size(-1);
-  Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[list.size()], last_dim});
-  detail::write_packed(list, first_idx, out);
-  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
+  return detail::packed_from_list(list);
 }
 
 /// list_to_packed into a caller-owned tensor `out` of shape (total rows, last_dim), which may be
 /// any writable view; ShapeError when out has another shape or the tensors differ in rank or
 /// last dim, ValueError when out holds an address twice. Tensors that share elements with `out`
 /// are copied before out is written. Returns the batch viewing `out`.
+template <ElementList List>
+PackedBatch<list_value_t<List>> list_to_packed_into(const List& list,
+                                                    Tensor<list_value_t<List>> out) {
+  return detail::with_element_vector(list, [&](const auto& elements) {
+    return detail::packed_into_from_list(elements, std::move(out));
+  });
+}
 template <class T>
-PackedBatch<T> list_to_packed_into(const std::vector<Tensor<T>>& list_in, Tensor<T> out) {
-  const Tensor<index_t> shape_per_tensor =
-      detail::shape_per_tensor_of(list_in, "list_to_packed_into");
-  detail::check_distinct_elements(out.view(), "list_to_packed_into");
-  std::vector<Tensor<T>> staging;
-  const std::vector<Tensor<T>>& list = detail::unaliased(list_in, out.view(), staging);
-  const Tensor<index_t> first_idx =
-      get_first_idx(detail::rows_per_tensor(list, "list_to_packed_into"));
-  const Shape needed{first_idx.data()[list.size()], list.empty() ? out.size(-1) : list[0].size(-1)};
-  if (!(out.shape() == needed))
-    detail::fail<ShapeError>("list_to_packed_into", "out has shape ", out.shape(),
-                             " but the list needs ", needed);
-  detail::write_packed(list, first_idx, out);
-  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
+PackedBatch<T> list_to_packed_into(const std::vector<Tensor<T>>& list, Tensor<T> out) {
+  return detail::packed_into_from_list(list, std::move(out));
 }
 
 /// Views of each element of a padded tensor `padded` (B, max_shape..., last_dim) described by
@@ -331,10 +463,41 @@ Tensor<T> padded_to_packed(const Tensor<T>& padded, const Tensor<index_t>& shape
 /// ShapeError for a max_shape that is too small / of the wrong length.
 template <class T>
 Tensor<T> packed_to_padded(const Tensor<T>& packed, const Tensor<index_t>& shape_per_tensor,
-                           const Tensor<index_t>& first_idx, T padding_value,
+                           const Tensor<index_t>& first_idx, std::type_identity_t<T> padding_value,
                            const std::vector<index_t>& max_shape = {}) {
   return to_padded(PackedBatch<T>(packed, shape_per_tensor, first_idx), padding_value, max_shape)
       .data();
+}
+
+// Passing a batch where these take its data tensor: one message with the fix instead of the
+// deduction notes.
+template <Batch B, class... Args>
+Tensor<typename B::value_type> padded_to_packed(const B&, const Args&...) {
+  static_assert(detail::dependent_false<B>,
+                "padded_to_packed takes a padded data tensor and its shape_per_tensor; for a "
+                "batch call to_packed(batch)");
+  return {};
+}
+template <Batch B, class... Args>
+Tensor<typename B::value_type> packed_to_padded(const B&, const Args&...) {
+  static_assert(detail::dependent_false<B>,
+                "packed_to_padded takes a packed data tensor, shape_per_tensor and first_idx; for "
+                "a batch call to_padded(batch, padding_value)");
+  return {};
+}
+template <Batch B, class... Args>
+std::vector<Tensor<typename B::value_type>> padded_to_list(const B&, const Args&...) {
+  static_assert(detail::dependent_false<B>,
+                "padded_to_list takes a padded data tensor and its shape_per_tensor; for a batch "
+                "call batch.to_list()");
+  return {};
+}
+template <Batch B, class... Args>
+std::vector<Tensor<typename B::value_type>> packed_to_list(const B&, const Args&...) {
+  static_assert(detail::dependent_false<B>,
+                "packed_to_list takes a packed data tensor, shape_per_tensor and first_idx; for "
+                "a batch call batch.to_list()");
+  return {};
 }
 
 /// Repeats values[i] numel_per_tensor[i] times: shape (sum numel_per_tensor, 1), one row per

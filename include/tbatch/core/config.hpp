@@ -10,6 +10,10 @@ namespace tbatch {
 using index_t = std::int64_t;
 
 namespace detail {
+/// False, but only once T is known: for static_asserts in templates that must not be used.
+template <class T>
+inline constexpr bool dependent_false = false;
+
 /// With TBATCH_OPENMP, loops whose work exceeds this many bytes run on omp_get_max_threads().
 inline constexpr index_t parallel_min_bytes = index_t(1) << 20;
 }  // namespace detail

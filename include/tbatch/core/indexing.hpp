@@ -27,6 +27,12 @@ class TensorIndex {
   TensorIndex(NewAxisT n) : value_(n) {}
   TensorIndex(Tensor<index_t> positions) : value_(std::move(positions)) {}
   TensorIndex(Tensor<bool> mask) : value_(std::move(mask)) {}
+  template <Element U>
+  requires(!std::same_as<U, index_t> && !std::same_as<U, bool>) TensorIndex(const Tensor<U>&) {
+    static_assert(detail::dependent_false<U>,
+                  "tbatch: index tensors are Tensor<index_t> (int64) positions or Tensor<bool> "
+                  "masks; convert with idx.cast<tbatch::index_t>()");
+  }
 
   const Value& value() const { return value_; }
 

@@ -40,7 +40,8 @@ class Storage {
 
   /// `bytes` bytes at `data` that tbatch does not own (a file mapping, a caller's buffer): `owner`
   /// is kept alive until the last tensor viewing them is gone, and tbatch never frees `data`.
-  static std::shared_ptr<Storage> borrow(void* data, index_t bytes, std::shared_ptr<void> owner) {
+  static std::shared_ptr<Storage> borrow(void* data, index_t bytes,
+                                         std::shared_ptr<const void> owner) {
     if (bytes < 0)
       detail::fail<ValueError>("Storage::borrow", "bytes is ", bytes, "; expected >= 0");
     if (data == nullptr && bytes > 0)
@@ -74,7 +75,7 @@ class Storage {
   void* data_;
   std::size_t bytes_;
   bool borrowed_ = false;
-  std::shared_ptr<void> owner_;
+  std::shared_ptr<const void> owner_;
 };
 
 }  // namespace tbatch

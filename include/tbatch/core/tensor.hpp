@@ -4,9 +4,11 @@
 
 #include <Eigen/Core>
 #include <cmath>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <ostream>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -48,13 +50,12 @@ class Tensor : public ViewMethods<Tensor<T>> {
     detail::fill_view(view(), fill_value, detail::stores_for_output(view()));
   }
   /// A tensor of shape `sizes` holding `values` in row-major order; ShapeError if the count
-  /// differs.
-  Tensor(Shape sizes, const std::vector<T>& values) : Tensor(empty(std::move(sizes))) {
-    if (static_cast<index_t>(values.size()) != numel())
-      detail::fail<ShapeError>("Tensor", "got ", values.size(), " values for shape ", this->shape(),
-                               ", which holds ", numel(), " elements");
-    std::copy(values.begin(), values.end(), data());
-  }
+  /// differs. A braced list always means values: Tensor<float>({2, 2}, {1}) is a ShapeError,
+  /// not a fill (write Tensor<float>({2, 2}, 1) to fill).
+  Tensor(Shape sizes, std::initializer_list<T> values)
+      : Tensor(std::move(sizes), values.begin(), static_cast<index_t>(values.size())) {}
+  Tensor(Shape sizes, const std::vector<T>& values)
+      : Tensor(std::move(sizes), values.begin(), static_cast<index_t>(values.size())) {}
 
   /// An uninitialised contiguous tensor of `shape` (for outputs that are fully written next).
   static Tensor empty(Shape shape) {
@@ -73,6 +74,44 @@ class Tensor : public ViewMethods<Tensor<T>> {
       out.data()[i] = static_cast<T>(i);
     return out;
   }
+  /// A tensor over `data`, memory the caller owns: no copy and no allocation. `data` points at
+  /// element [0, ..., 0]; `strides` are in elements, any sign, 0 allowed (default: row-major).
+  /// tbatch never frees `data`. The memory must stay valid while any tensor, view or batch made
+  /// from the result exists: pass its owner as `keep_alive` (held until the last of them is
+  /// gone), or outlive them yourself. ValueError for a null or misaligned `data` with elements,
+  /// ShapeError for strides of another rank or a span that overflows. docs/interop.md.
+  static Tensor borrow(T* data, Shape shape, std::shared_ptr<const void> keep_alive = {}) {
+    Strides strides = layout::contiguous_strides(shape);
+    return borrow(data, std::move(shape), std::move(strides), std::move(keep_alive));
+  }
+  static Tensor borrow(T* data, Shape shape, Strides strides,
+                       std::shared_ptr<const void> keep_alive = {}) {
+    Layout l{std::move(shape), std::move(strides), 0};
+    if (l.strides.size() != l.shape.size())
+      detail::fail<ShapeError>("Tensor::borrow", "strides ", detail::listed(l.strides),
+                               " do not match shape ", l.shape, " (rank ", l.shape.size(), ")");
+    if (l.shape.numel() == 0)
+      return Tensor(Storage::borrow(nullptr, 0, std::move(keep_alive)), std::move(l));
+    if (data == nullptr)
+      detail::fail<ValueError>("Tensor::borrow", "data is null for shape ", l.shape);
+    if (reinterpret_cast<std::uintptr_t>(data) % alignof(T) != 0)
+      detail::fail<ValueError>("Tensor::borrow", "data ", static_cast<const void*>(data),
+                               " is not aligned to ", alignof(T), " bytes, as ", dtype_name_of<T>,
+                               " needs");
+    const layout::Extent e = layout::extent(l, "Tensor::borrow");
+    const index_t bytes =
+        detail::checked_mul(e.highest - e.lowest + 1, index_t(sizeof(T)), "Tensor::borrow");
+    l.offset = -e.lowest;
+    return Tensor(Storage::borrow(data + e.lowest, bytes, std::move(keep_alive)), std::move(l));
+  }
+  /// Tensor::borrow over a span of exactly shape.numel() elements (ShapeError otherwise).
+  static Tensor borrow(std::span<T> values, Shape shape,
+                       std::shared_ptr<const void> keep_alive = {}) {
+    if (static_cast<index_t>(values.size()) != shape.numel())
+      detail::fail<ShapeError>("Tensor::borrow", "span has ", values.size(), " elements but shape ",
+                               shape, " holds ", shape.numel());
+    return borrow(values.data(), std::move(shape), std::move(keep_alive));
+  }
   /// A contiguous copy of a view of memory the caller owns.
   static Tensor from_view(StridedView<const T> source) {
     Tensor out = empty(source.shape());
@@ -85,6 +124,25 @@ class Tensor : public ViewMethods<Tensor<T>> {
     Tensor out = empty(Shape{m.rows(), m.cols()});
     out.matrix() = m.derived().template cast<T>();
     return out;
+  }
+
+  /// A contiguous copy with every value converted to U as static_cast does (a copy also when U
+  /// is T).
+  template <Element U>
+  Tensor<std::remove_cv_t<U>> cast() const {
+    auto out = Tensor<std::remove_cv_t<U>>::empty(shape());
+    detail::copy_views(view(), out.view(), detail::stores_for_output(out.view()));
+    return out;
+  }
+
+  /// Tensors of different element types never convert implicitly; this turns the long
+  /// "no matching function" notes of such a mistake into one message with the fix.
+  template <Element U>
+  requires(!std::same_as<U, T>) operator Tensor<U>() const {
+    static_assert(detail::dependent_false<U>,
+                  "tbatch: a Tensor<T> is not a Tensor<U>; convert it with x.cast<U>() (index "
+                  "tensors are Tensor<index_t>, that is int64: idx.cast<tbatch::index_t>())");
+    return {};
   }
 
   /// Pointer to the first element of this view.
@@ -179,6 +237,15 @@ class Tensor : public ViewMethods<Tensor<T>> {
   Tensor(const std::shared_ptr<Storage>& storage, const Layout& l)
       : storage_(storage), layout_(l) {}
 
+  template <class Iterator>
+  Tensor(Shape sizes, Iterator values, index_t count) : Tensor(empty(std::move(sizes))) {
+    if (count != numel())
+      detail::fail<ShapeError>("Tensor", "got ", count, " values for shape ", this->shape(),
+                               ", which holds ", numel(), " elements",
+                               count == 1 ? " (to fill, pass the value without braces)" : "");
+    std::copy_n(values, count, data());
+  }
+
   T* base() const { return static_cast<T*>(storage_->data()); }
 
   void require_contiguous(const char* function) const {
@@ -202,6 +269,44 @@ class Tensor : public ViewMethods<Tensor<T>> {
   std::shared_ptr<Storage> storage_;
   Layout layout_;
 };
+
+/// A writable tensor (rows, cols) over the coefficients of an Eigen Matrix, Array, Map, Ref or
+/// block with direct access, sharing its memory; the strides follow its storage order, so a
+/// column-major matrix is borrowed as it is. Tensor::borrow's lifetime rule applies: the
+/// memory must outlive every tensor, view or batch made from the result. For const data use
+/// eigen_view; to copy any expression, Tensor<T>::from_eigen.
+template <class E>
+auto borrow_eigen(E&& m) {
+  using Derived = std::remove_cvref_t<E>;
+  static_assert(std::is_base_of_v<Eigen::DenseBase<Derived>, Derived>,
+                "borrow_eigen: expects an Eigen Matrix, Array, Map, Ref or block");
+  static_assert(bool(Derived::Flags & Eigen::DirectAccessBit),
+                "borrow_eigen: the expression has no memory of its own to borrow; copy it with "
+                "Tensor<T>::from_eigen");
+  static_assert(
+      !std::is_const_v<std::remove_reference_t<E>> && bool(Derived::Flags & Eigen::LvalueBit),
+      "borrow_eigen: the data is const; use eigen_view for a read-only view");
+  static_assert(
+      std::is_lvalue_reference_v<E> || !std::is_base_of_v<Eigen::PlainObjectBase<Derived>, Derived>,
+      "borrow_eigen: a temporary Matrix or Array is freed at the end of the statement; "
+      "name it first");
+  using T = typename Derived::Scalar;
+  return Tensor<T>::borrow(m.data(), Shape{m.rows(), m.cols()},
+                           Strides{m.rowStride(), m.colStride()});
+}
+
+/// A read-only view (rows, cols) of an Eigen Matrix, Array, Map, Ref or block with direct
+/// access, for list_to_padded / list_to_packed and the view functions; no copy. Valid while
+/// the Eigen object's memory is.
+template <class Derived>
+StridedView<const typename Derived::Scalar> eigen_view(const Eigen::DenseBase<Derived>& m) {
+  static_assert(bool(Derived::Flags & Eigen::DirectAccessBit),
+                "eigen_view: the expression has no memory of its own to view; copy it with "
+                "Tensor<T>::from_eigen");
+  const Derived& d = m.derived();
+  return StridedView<const typename Derived::Scalar>(d.data(), Shape{d.rows(), d.cols()},
+                                                     Strides{d.rowStride(), d.colStride()});
+}
 
 namespace detail {
 /// Widens an element for comparison and printing (half, bfloat16 -> float; int8 -> int).
@@ -298,22 +403,6 @@ StridedView<const T> unaliased(const StridedView<const T>& input, const StridedV
   if (!may_share_elements(input, out)) return input;
   staging = Tensor<T>::from_view(input);
   return StridedView<const T>(staging.view());
-}
-
-/// `list`, or, when some of its tensors share elements with `out`, `staging` holding the list
-/// with those tensors copied (rule 2 of view/aliasing.hpp).
-template <class T>
-const std::vector<Tensor<T>>& unaliased(const std::vector<Tensor<T>>& list,
-                                        const StridedView<T>& out,
-                                        std::vector<Tensor<T>>& staging) {
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    if (!may_share_elements(list[i].view(), out)) continue;
-    staging = list;
-    for (std::size_t j = i; j < list.size(); ++j)
-      staging[j] = unaliased(list[j], out);
-    return staging;
-  }
-  return list;
 }
 
 }  // namespace detail

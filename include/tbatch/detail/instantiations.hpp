@@ -13,15 +13,19 @@
 #include "tbatch/ops/pad.hpp"
 #include "tbatch/ops/space_to_batch.hpp"
 
+#define TBATCH_DETAIL_INSTANTIATE_LISTS(T, Item)                                                   \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T> detail::padded_from_list<Item, T>(      \
+      const std::vector<Item>&, T, const std::vector<index_t>&);                                   \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> detail::packed_from_list<Item, T>(      \
+      const std::vector<Item>&);                                                                   \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T> detail::padded_into_from_list<Item, T>( \
+      const std::vector<Item>&, T, Tensor<T>);                                                     \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> detail::packed_into_from_list<Item, T>( \
+      const std::vector<Item>&, Tensor<T>);
+
 #define TBATCH_DETAIL_INSTANTIATE(T, tag, text)                                                    \
-  TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T> list_to_padded<T>(                      \
-      const std::vector<Tensor<T>>&, T, const std::vector<index_t>&);                              \
-  TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> list_to_packed<T>(                      \
-      const std::vector<Tensor<T>>&);                                                              \
-  TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T> list_to_padded_into<T>(                 \
-      const std::vector<Tensor<T>>&, T, Tensor<T>);                                                \
-  TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> list_to_packed_into<T>(                 \
-      const std::vector<Tensor<T>>&, Tensor<T>);                                                   \
+  TBATCH_DETAIL_INSTANTIATE_LISTS(T, Tensor<T>)                                                    \
+  TBATCH_DETAIL_INSTANTIATE_LISTS(T, StridedView<const T>)                                         \
   TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> to_packed<PaddedBatch<T>>(              \
       const PaddedBatch<T>&);                                                                      \
   TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> to_packed<ExactBatch<T>>(               \

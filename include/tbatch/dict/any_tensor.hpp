@@ -139,6 +139,8 @@ class AnyTensor {
   /// Bytes per element.
   index_t element_size() const { return dtype_size(dtype_); }
   const Layout& layout() const { return layout_; }
+  /// The shared buffer itself.
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
   const Shape& shape() const { return layout_.shape; }
   index_t dim() const { return layout_.dim(); }
   /// The size of dim `dim` (negative counts from the end); IndexError outside the rank.
