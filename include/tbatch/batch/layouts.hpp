@@ -120,6 +120,12 @@ class ExactBatch : public detail::ElementMethods<ExactBatch<T>> {
     detail::check_element_index(i, batch_size(), "ExactBatch::element");
     return data_.select(0, i);
   }
+  /// The batch with its data converted to U as Tensor::cast does (a copy); the metadata is
+  /// shared.
+  template <Element U>
+  ExactBatch<U> cast() const {
+    return ExactBatch<U>(data_.template cast<U>());
+  }
 
  private:
   Tensor<T> data_;
@@ -196,6 +202,13 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
   template <std::size_t I>
   auto get() && {
     return get<I>();
+  }
+
+  /// The batch with its data converted to U as Tensor::cast does (a copy); the metadata is
+  /// shared.
+  template <Element U>
+  PaddedBatch<U> cast() const {
+    return PaddedBatch<U>(data_.template cast<U>(), shape_per_tensor_);
   }
 
  private:
@@ -281,6 +294,13 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
   template <std::size_t I>
   auto get() && {
     return get<I>();
+  }
+
+  /// The batch with its data converted to U as Tensor::cast does (a copy); the metadata is
+  /// shared.
+  template <Element U>
+  PackedBatch<U> cast() const {
+    return PackedBatch<U>(data_.template cast<U>(), shape_per_tensor_, first_idx_);
   }
 
  private:
