@@ -346,6 +346,32 @@ void conversions(const std::string& tag, const std::vector<Tensor<float>>& list,
              {"empty + per-element copy_/fill_", [&] { keep(torch_padded_loop()); }}};
   run_row(r);
 
+  // The same elements in buffers the caller owns (a sensor's frames, another library's
+  // tensors): viewed in place, not copied into tbatch tensors first.
+  std::vector<std::vector<float>> buffers;
+  for (const auto& t : list)
+    buffers.push_back(t.to_vector());
+  auto borrowed_views = [&] {
+    std::vector<tbatch::StridedView<const float>> views;
+    views.reserve(buffers.size());
+    for (index_t i = 0; i < B; ++i)
+      views.emplace_back(buffers[std::size_t(i)].data(), tbatch::Shape{lengths[i], D});
+    return views;
+  };
+  auto torch_from_blob_pad = [&] {
+    std::vector<torch::Tensor> blobs;
+    blobs.reserve(buffers.size());
+    for (index_t i = 0; i < B; ++i)
+      blobs.push_back(torch::from_blob(buffers[std::size_t(i)].data(), {lengths[i], D}));
+    return rnn::pad_sequence(blobs, true, 0.0);
+  };
+  expect_same("list_to_padded from borrowed buffers",
+              tbatch::list_to_padded(borrowed_views(), 0.0f).data(), torch_from_blob_pad());
+  r.op = "list_to_padded from borrowed buffers" + suffix;
+  r.tbatch = [&] { keep(tbatch::list_to_padded(borrowed_views(), 0.0f)); };
+  r.torch = {{"from_blob + pad_sequence(batch_first)", [&] { keep(torch_from_blob_pad()); }}};
+  run_row(r);
+
   r.op = "list_to_packed" + suffix;
   r.bytes = big ? 2 * valid : 0;
   r.tbatch = [&] { keep(tbatch::list_to_packed(list)); };
