@@ -75,8 +75,8 @@ class SmallVector {
   T* end() { return data() + size_; }
   const T* begin() const { return data(); }
   const T* end() const { return data() + size_; }
-  // Any integer index: tbatch counts dims with the signed index_t, loops over sizes with
-  // std::size_t, and neither should convert to index.
+  // Any integer index: dims are counted with the signed index_t and sizes with std::size_t,
+  // and both index without a sign conversion.
   template <std::integral I>
   T& operator[](I i) {
     TBATCH_ASSERT(std::in_range<std::size_t>(i) && static_cast<std::size_t>(i) < size_);
