@@ -273,16 +273,17 @@ Agreement agree(MPI_Comm comm, Collective collective, const char* function, inde
   check_mpi(MPI_Allgather(&mine, descriptor_fields, MPI_INT64_T, a.all.data(), descriptor_fields,
                           MPI_INT64_T, comm),
             function, "MPI_Allgather");
-  const auto& all = a.all;
+  // all(r): rank r's descriptor (ranks are ints, as in MPI).
+  auto all = [&a](int r) -> const Descriptor& { return a.all[static_cast<std::size_t>(r)]; };
 
   for (int r = 1; r < a.size; ++r)
-    if (all[r].collective != all[0].collective)
-      fail<ValueError>(function, "rank ", r, " called ", collective_name(all[r].collective),
-                       " but rank 0 called ", collective_name(all[0].collective),
+    if (all(r).collective != all(0).collective)
+      fail<ValueError>(function, "rank ", r, " called ", collective_name(all(r).collective),
+                       " but rank 0 called ", collective_name(all(0).collective),
                        "; every rank of the communicator must make the same call");
 
   for (int r = 0; r < a.size; ++r) {
-    const Descriptor& d = all[r];
+    const Descriptor& d = all(r);
     switch (static_cast<Problem>(d.problem)) {
       case Problem::none:
         break;
@@ -304,9 +305,9 @@ Agreement agree(MPI_Comm comm, Collective collective, const char* function, inde
       collective == Collective::gather || collective == Collective::scatter_balanced;
   if (rooted) {
     for (int r = 1; r < a.size; ++r)
-      if (all[r].root != all[0].root)
-        fail<ValueError>(function, "rank ", r, " passed root ", all[r].root,
-                         " but rank 0 passed root ", all[0].root,
+      if (all(r).root != all(0).root)
+        fail<ValueError>(function, "rank ", r, " passed root ", all(r).root,
+                         " but rank 0 passed root ", all(0).root,
                          "; every rank must pass the same root");
     if (root < 0 || root >= a.size)
       fail<IndexError>(function, "root ", root, " is out of range for a communicator of ", a.size,
@@ -315,33 +316,33 @@ Agreement agree(MPI_Comm comm, Collective collective, const char* function, inde
 
   const int dtype_reference = rooted ? root : 0;
   for (int r = 0; r < a.size; ++r)
-    if (all[r].dtype != all[dtype_reference].dtype)
-      fail<TypeError>(function, "rank ", r, " has dtype ", dtype_text(all[r].dtype), " but rank ",
-                      dtype_reference, " has dtype ", dtype_text(all[dtype_reference].dtype),
+    if (all(r).dtype != all(dtype_reference).dtype)
+      fail<TypeError>(function, "rank ", r, " has dtype ", dtype_text(all(r).dtype), " but rank ",
+                      dtype_reference, " has dtype ", dtype_text(all(dtype_reference).dtype),
                       "; every rank must use the same element type");
 
   int shape_reference = 0;
   if (collective == Collective::scatter_balanced) {
     shape_reference = root;
   } else {
-    while (shape_reference < a.size && all[shape_reference].batch == 0)
+    while (shape_reference < a.size && all(shape_reference).batch == 0)
       ++shape_reference;
     if (shape_reference == a.size) shape_reference = 0;
-    const Descriptor& ref = all[shape_reference];
+    const Descriptor& ref = all(shape_reference);
     for (int r = 0; r < a.size; ++r) {
-      if (all[r].batch == 0) continue;
-      if (all[r].element_rank != ref.element_rank)
-        fail<ShapeError>(function, "rank ", r, " has elements of rank ", all[r].element_rank,
+      if (all(r).batch == 0) continue;
+      if (all(r).element_rank != ref.element_rank)
+        fail<ShapeError>(function, "rank ", r, " has elements of rank ", all(r).element_rank,
                          " but rank ", shape_reference, " has elements of rank ", ref.element_rank,
                          "; every rank's elements must have the same rank");
-      if (all[r].last_dim != ref.last_dim)
-        fail<ShapeError>(function, "rank ", r, " has last dim ", all[r].last_dim, " but rank ",
+      if (all(r).last_dim != ref.last_dim)
+        fail<ShapeError>(function, "rank ", r, " has last dim ", all(r).last_dim, " but rank ",
                          shape_reference, " has last dim ", ref.last_dim,
                          "; every rank's elements must share the last dim");
     }
   }
-  a.element_rank = all[shape_reference].element_rank;
-  a.last_dim = all[shape_reference].last_dim;
+  a.element_rank = all(shape_reference).element_rank;
+  a.last_dim = all(shape_reference).last_dim;
   return a;
 }
 
@@ -401,9 +402,10 @@ void collect_rows(MPI_Comm comm, int root, const Agreement& a, const Tensor<T>& 
                   Tensor<T>* out, index_t width, const Displacements& d, const char* function) {
   if (d.total == 0 || width == 0) return;
   const Datatype row = contiguous(width, datatype_of<T>().get(), function, "row width");
-  const int count = d.counts[a.me];
+  const auto me = static_cast<std::size_t>(a.me);
+  const int count = d.counts[me];
   if (root < 0 || a.me == root) {
-    if (count > 0) copy(local.view(), out->narrow(0, d.displs[a.me], count).view());
+    if (count > 0) copy(local.view(), out->narrow(0, d.displs[me], count).view());
     if (root < 0)
       check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out->data(), d.counts.data(),
                                d.displs.data(), row.get(), comm),
@@ -426,7 +428,7 @@ void distribute_rows(MPI_Comm comm, int root, const Agreement& a, const Tensor<T
                      Tensor<T>& out, index_t width, const Displacements& d, const char* function) {
   if (d.total == 0 || width == 0) return;
   const Datatype row = contiguous(width, datatype_of<T>().get(), function, "row width");
-  const int count = d.counts[a.me];
+  const int count = d.counts[static_cast<std::size_t>(a.me)];
   if (a.me == root) {
     const Tensor<T> dense = source->contiguous();
     check_mpi(MPI_Scatterv(dense.data(), d.counts.data(), d.displs.data(), row.get(), out.data(),
@@ -491,9 +493,9 @@ PackedBatch<T> collect_packed(MPI_Comm comm, int root, const Agreement& a,
 /// elements are split by element count.
 inline std::vector<index_t> balanced_boundaries(const index_t* first_idx, index_t batch,
                                                 int parts) {
-  using wide = __int128;  // total_rows * parts may exceed 64 bits
+  __extension__ typedef __int128 wide;  // total_rows * parts may exceed 64 bits
   std::vector<index_t> bounds(static_cast<std::size_t>(parts) + 1, 0);
-  bounds[parts] = batch;
+  bounds.back() = batch;
   const index_t* begin = first_idx;
   const index_t* end = first_idx + batch + 1;
   const wide total = first_idx[batch];
@@ -516,7 +518,8 @@ inline std::vector<index_t> balanced_boundaries(const index_t* first_idx, index_
     const index_t lo = std::lower_bound(begin, end, chosen) - begin;
     const index_t hi = (std::upper_bound(begin, end, chosen) - begin) - 1;
     const index_t nearest = static_cast<index_t>((element_target * 2 + parts) / (wide(2) * parts));
-    bounds[k] = std::max(bounds[k - 1], std::clamp(nearest, lo, hi));
+    const auto at = static_cast<std::size_t>(k);
+    bounds[at] = std::max(bounds[at - 1], std::clamp(nearest, lo, hi));
   }
   return bounds;
 }
@@ -875,8 +878,8 @@ PackedBatch<T> scatter_balanced(MPI_Comm comm, int root, const PackedBatch<T>& b
   }
   detail::check_mpi(MPI_Bcast(bounds.data(), static_cast<int>(2 * n), MPI_INT64_T, root, comm),
                     function, "MPI_Bcast");
-  std::vector<index_t> elements(a.size), rows(a.size);
-  for (int k = 0; k < a.size; ++k) {
+  std::vector<index_t> elements(static_cast<std::size_t>(a.size)), rows(elements.size());
+  for (std::size_t k = 0; k < elements.size(); ++k) {
     elements[k] = bounds[k + 1] - bounds[k];
     rows[k] = bounds[n + k + 1] - bounds[n + k];
   }
@@ -886,8 +889,9 @@ PackedBatch<T> scatter_balanced(MPI_Comm comm, int root, const PackedBatch<T>& b
   const detail::Displacements by_row =
       detail::displacements(rows, a.last_dim > 0, function, "rows");
   detail::check_widths(a, columns, by_element, by_row, function);
-  Tensor<index_t> shapes = Tensor<index_t>::empty(Shape{elements[a.me], columns});
-  Tensor<T> data = Tensor<T>::empty(Shape{rows[a.me], a.last_dim});
+  const auto me = static_cast<std::size_t>(a.me);
+  Tensor<index_t> shapes = Tensor<index_t>::empty(Shape{elements[me], columns});
+  Tensor<T> data = Tensor<T>::empty(Shape{rows[me], a.last_dim});
   const bool is_root = a.me == root;
   detail::distribute_rows(comm, root, a, is_root ? &batch.shape_per_tensor() : nullptr, shapes,
                           columns, by_element, function);
@@ -917,7 +921,7 @@ PaddedBatch<T> allgather(MPI_Comm comm, const PaddedBatch<T>& local,
     std::vector<index_t> mine(static_cast<std::size_t>(columns), 0);
     if (local.element_rank() == a.element_rank) mine = local.max_shape().to_vector();
     const int count = detail::int_count(columns, function, "element rank - 1");
-    std::vector<index_t> all(static_cast<std::size_t>(columns) * a.size);
+    std::vector<index_t> all(static_cast<std::size_t>(columns) * static_cast<std::size_t>(a.size));
     detail::check_mpi(
         MPI_Allgather(mine.data(), count, MPI_INT64_T, all.data(), count, MPI_INT64_T, comm),
         function, "MPI_Allgather");

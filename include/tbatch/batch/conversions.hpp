@@ -30,7 +30,8 @@ inline Shape batched_shape(index_t batch, const Tensor<index_t>& sizes, index_t 
 template <class T>
 void fill_padding(const StridedView<T>& slot, const Shape& sizes, T value,
                   Stores stores = Stores::cached) {
-  for (std::size_t d = 0; d + 1 < sizes.size(); ++d) {
+  const auto rank = static_cast<index_t>(sizes.size());
+  for (index_t d = 0; d + 1 < rank; ++d) {
     const index_t pad = slot.size(d) - sizes[d];
     if (pad == 0) continue;
     if (d == 0) {
@@ -38,7 +39,7 @@ void fill_padding(const StridedView<T>& slot, const Shape& sizes, T value,
       continue;
     }
     StridedView<T> region = slot.narrow(d, sizes[d], pad);
-    for (std::size_t before = 0; before < d; ++before)
+    for (index_t before = 0; before < d; ++before)
       region = region.narrow(before, 0, sizes[before]);
     fill_view(region, value, stores);
   }
@@ -52,7 +53,8 @@ void fill_padding(Tensor<T> slot, const Shape& sizes, T value) {
 template <class T>
 StridedView<T> valid_box(const StridedView<T>& slot, const Shape& sizes) {
   StridedView<T> box = sizes.size() < 2 ? slot : slot.narrow(0, 0, sizes[0]);
-  for (std::size_t d = 1; d + 1 < sizes.size(); ++d)
+  const auto rank = static_cast<index_t>(sizes.size());
+  for (index_t d = 1; d + 1 < rank; ++d)
     box = box.narrow(d, 0, sizes[d]);
   return box;
 }
@@ -545,7 +547,7 @@ auto map_elements(
       return ExactBatch<U>(Tensor<U>(batch.data().shape()));
   }
   std::vector<Tensor<U>> results;
-  results.reserve(batch.batch_size());
+  results.reserve(static_cast<std::size_t>(batch.batch_size()));
   for (index_t i = 0; i < batch.batch_size(); ++i)
     results.push_back(f(batch.element(i)));
   if constexpr (std::is_same_v<B, PackedBatch<T>>) {

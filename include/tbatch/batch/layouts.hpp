@@ -76,7 +76,7 @@ class ElementMethods {
   /// Views of every element (B tensors), sharing the batch's storage; nothing is copied.
   auto to_list() const {
     std::vector<decltype(self().element(0))> out;
-    out.reserve(self().batch_size());
+    out.reserve(static_cast<std::size_t>(self().batch_size()));
     for (index_t i = 0; i < self().batch_size(); ++i)
       out.push_back(self().element(i));
     return out;
@@ -148,10 +148,10 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
         shape_per_tensor_(detail::checked_shape_per_tensor(shape_per_tensor, data_.size(0),
                                                            data_.dim() - 1, "PaddedBatch")) {
     const Shape& padded = data_.shape();
-    const std::size_t columns = padded.size() - 2;
+    const index_t columns = data_.dim() - 2;
     const index_t* sizes = shape_per_tensor_.data();
     for (index_t i = 0; i < batch_size(); ++i)
-      for (std::size_t d = 0; d < columns; ++d)
+      for (index_t d = 0; d < columns; ++d)
         if (sizes[i * columns + d] > padded[d + 1])
           detail::fail<ShapeError>("PaddedBatch", "shape_per_tensor[", i, "][", d,
                                    "] = ", sizes[i * columns + d], " exceeds the padded size ",

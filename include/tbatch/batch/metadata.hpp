@@ -81,7 +81,7 @@ Tensor<index_t> shape_per_tensor_of(const std::vector<Item>& list, const char* f
   Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch, columns});
   for (index_t i = 0; i < batch; ++i)
     for (index_t d = 0; d < columns; ++d)
-      out.data()[i * columns + d] = list[i].size(d);
+      out.data()[i * columns + d] = list[static_cast<std::size_t>(i)].size(d);
   return out;
 }
 
@@ -141,7 +141,7 @@ inline Tensor<index_t> fill_max_shape(const Tensor<index_t>& shape_per_tensor,
                                  " is negative");
       if (size > largest) largest = size, largest_at = i;
     }
-    const index_t wanted = all_largest ? -1 : partial_max_shape[d];
+    const index_t wanted = all_largest ? -1 : partial_max_shape[static_cast<std::size_t>(d)];
     if (wanted == -1) {
       out.data()[d] = largest;
     } else if (wanted < -1) {

@@ -14,7 +14,7 @@ StridedView<T> view_of(const Eigen::TensorMap<Eigen::Tensor<T, Rank, Options>>& 
   Shape shape;
   for (int d = 0; d < Rank; ++d)
     shape.push_back(map.dimension(d));
-  std::vector<index_t> strides(Rank);
+  Strides strides(Rank);
   index_t stride = 1;
   const bool row_major = (Options & Eigen::RowMajor) != 0;
   for (int i = 0; i < Rank; ++i) {
@@ -47,9 +47,9 @@ Eigen::TensorMap<Eigen::Tensor<T, Rank, Eigen::RowMajor>> as_eigen_tensor(Tensor
                              tensor.dim(), ", expected ", Rank);
   if (!tensor.is_contiguous())
     detail::fail<ValueError>("as_eigen_tensor", "needs a contiguous tensor; call contiguous()");
-  std::array<Eigen::Index, Rank> dims;
-  for (int d = 0; d < Rank; ++d)
-    dims[d] = tensor.size(d);
+  Eigen::DSizes<Eigen::Index, Rank> dims;
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    dims[d] = tensor.size(static_cast<index_t>(d));
   return Eigen::TensorMap<Eigen::Tensor<T, Rank, Eigen::RowMajor>>(tensor.data(), dims);
 }
 

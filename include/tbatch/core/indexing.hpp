@@ -141,13 +141,13 @@ inline IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIn
               if (!mask.data()[flat]) continue;
               index_t rest = flat;
               for (index_t k = v.dim(); k-- > 0;) {
-                nonzero[k].data()[found] = rest % v.size(k);
+                nonzero[static_cast<std::size_t>(k)].data()[found] = rest % v.size(k);
                 rest /= v.size(k);
               }
               ++found;
             }
-            for (index_t k = 0; k < v.dim(); ++k) {
-              plan.indices.push_back(std::move(nonzero[k]));
+            for (Tensor<index_t>& positions : nonzero) {
+              plan.indices.push_back(std::move(positions));
               plan.advanced_dims.push_back(dim++);
             }
           }
@@ -219,7 +219,7 @@ template <class T>
 T in_gathered_order(const IndexPlan& plan, const T& result) {
   if (!plan.keeps_position) return result;
   const index_t first = plan.advanced_dims.front();
-  const index_t gathered_rank = plan.gathered.size();
+  const auto gathered_rank = static_cast<index_t>(plan.gathered.size());
   std::vector<index_t> order;
   for (index_t k = 0; k < gathered_rank; ++k)
     order.push_back(first + k);

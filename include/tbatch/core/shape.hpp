@@ -3,9 +3,11 @@
 // for rank <= 8.
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <initializer_list>
 #include <ostream>
+#include <utility>
 #include <vector>
 
 #include "tbatch/core/checked_math.hpp"
@@ -41,14 +43,19 @@ class Shape {
   const index_t* data() const { return sizes_.data(); }
   const index_t* begin() const { return sizes_.begin(); }
   const index_t* end() const { return sizes_.end(); }
-  index_t operator[](std::size_t d) const { return sizes_[d]; }
+  // Dims are indexed with any integer type, as in SmallVector.
+  template <std::integral I>
+  index_t operator[](I d) const {
+    return sizes_[d];
+  }
   index_t back() const {
     TBATCH_ASSERT(!sizes_.empty());
     return sizes_.back();
   }
 
   /// Sets dim `d` to `size` (>= 0).
-  void set(std::size_t d, index_t size) {
+  template <std::integral I>
+  void set(I d, index_t size) {
     check_size(size);
     sizes_[d] = size;
   }
@@ -57,14 +64,17 @@ class Shape {
     sizes_.push_back(size);
   }
   /// Inserts `size` before position `pos` (pos <= size()).
-  void insert(std::size_t pos, index_t size) {
-    TBATCH_ASSERT(pos <= sizes_.size());
+  template <std::integral I>
+  void insert(I pos, index_t size) {
+    TBATCH_ASSERT(std::in_range<std::size_t>(pos) &&
+                  static_cast<std::size_t>(pos) <= sizes_.size());
     check_size(size);
     sizes_.insert(sizes_.begin() + pos, size);
   }
   /// Removes the dim at `pos`.
-  void erase(std::size_t pos) {
-    TBATCH_ASSERT(pos < sizes_.size());
+  template <std::integral I>
+  void erase(I pos) {
+    TBATCH_ASSERT(std::in_range<std::size_t>(pos) && static_cast<std::size_t>(pos) < sizes_.size());
     sizes_.erase(sizes_.begin() + pos);
   }
 

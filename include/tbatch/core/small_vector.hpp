@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
 #include <type_traits>
+#include <utility>
 
 #include "tbatch/core/config.hpp"
 
@@ -73,12 +75,16 @@ class SmallVector {
   T* end() { return data() + size_; }
   const T* begin() const { return data(); }
   const T* end() const { return data() + size_; }
-  T& operator[](std::size_t i) {
-    TBATCH_ASSERT(i < size_);
+  // Any integer index: dims are counted with the signed index_t and sizes with std::size_t,
+  // and both index without a sign conversion.
+  template <std::integral I>
+  T& operator[](I i) {
+    TBATCH_ASSERT(std::in_range<std::size_t>(i) && static_cast<std::size_t>(i) < size_);
     return data()[i];
   }
-  const T& operator[](std::size_t i) const {
-    TBATCH_ASSERT(i < size_);
+  template <std::integral I>
+  const T& operator[](I i) const {
+    TBATCH_ASSERT(std::in_range<std::size_t>(i) && static_cast<std::size_t>(i) < size_);
     return data()[i];
   }
   T& back() { return data()[size_ - 1]; }

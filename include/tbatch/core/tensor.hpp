@@ -9,6 +9,7 @@
 #include <memory>
 #include <ostream>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -366,19 +367,20 @@ void print_block(std::ostream& out, const StridedView<const T>& v, bool elide, i
     return;
   }
   const index_t n = v.size(0);
+  const std::string margin(static_cast<std::size_t>(indent) + 1, ' ');
   out << '[';
   for (index_t i = 0; i < n; ++i) {
     if (elide && n > 2 * print_edge && i == print_edge) {
       out << "...";
       i = n - print_edge - 1;
-      out << (v.dim() > 1 ? ",\n" + std::string(indent + 1, ' ') : ", ");
+      out << (v.dim() > 1 ? ",\n" + margin : ", ");
       continue;
     }
     print_block(out, v.select(0, i), elide, indent + 1);
     if (i + 1 < n) {
       out << ',';
       if (v.dim() > 1)
-        out << std::string(v.dim() - 1, '\n') << std::string(indent + 1, ' ');
+        out << std::string(static_cast<std::size_t>(v.dim() - 1), '\n') << margin;
       else
         out << ' ';
     }

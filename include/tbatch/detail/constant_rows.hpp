@@ -93,7 +93,7 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) void stream_constant_rows(T* ou
   const index_t row_bytes = rows.row_length * elem, total = rows.planes * rows.rows * row_bytes;
   TBATCH_ASSERT(row_bytes >= row_line_bytes);
   if (total == 0) return;
-  T pattern[row_line_bytes / elem];
+  T pattern[static_cast<std::size_t>(row_line_bytes / elem)];
   for (T& p : pattern)
     p = value;
   const __m512i value_line = _mm512_loadu_si512(pattern);

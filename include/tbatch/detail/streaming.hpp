@@ -80,7 +80,7 @@ void stream_fill(T* out, index_t n, T value) {
     std::fill_n(out, head, value);
     out += head, n -= head;
     constexpr index_t per_unit = stream_unit / sizeof(T), per_line = stream_line / sizeof(T);
-    T pattern[per_unit];
+    T pattern[static_cast<std::size_t>(per_unit)];
     std::fill_n(pattern, per_unit, value);
     __m128i unit;
     std::memcpy(&unit, pattern, stream_unit);

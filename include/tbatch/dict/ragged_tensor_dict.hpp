@@ -45,7 +45,7 @@ class RaggedTensorDict {
   /// The batch size of stacked TensorDict i.
   const Shape& batch_size_of(index_t i) const {
     detail::check_element_index(i, size(), "RaggedTensorDict::batch_size_of");
-    return element_batch_sizes_[i];
+    return element_batch_sizes_[static_cast<std::size_t>(i)];
   }
 
   std::vector<std::string> keys() const {
@@ -135,7 +135,7 @@ class RaggedTensorDict {
   /// Stacked TensorDict i (its tensors view this RaggedTensorDict's data).
   TensorDict element(index_t i) const {
     detail::check_element_index(i, size(), "RaggedTensorDict::element");
-    TensorDict out(element_batch_sizes_[i]);
+    TensorDict out(element_batch_sizes_[static_cast<std::size_t>(i)]);
     for (const Item& item : items_) {
       if (item.dict) {
         out.set(item.key, item.dict->element(i));
@@ -341,7 +341,7 @@ class RaggedTensorDict {
           layout == RaggedLayout::packed
               ? detail::packed_element(data, entry.shape_per_tensor, entry.first_idx, i)
               : detail::padded_element(data, entry.shape_per_tensor, i),
-          elements[i], fn);
+          elements[static_cast<std::size_t>(i)], fn);
     }
     return entry;
   }

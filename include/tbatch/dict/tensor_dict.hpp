@@ -476,7 +476,7 @@ class TensorDict {
       if (at == names_.end())
         detail::fail<ValueError>(fn, "no batch dim is named '", from, "'; the names are ",
                                  detail::NamesText{names_});
-      out[at - names_.begin()] = to;
+      out[static_cast<std::size_t>(at - names_.begin())] = to;
     }
     return renamed(std::move(out), fn);
   }
@@ -600,6 +600,10 @@ class TensorDict {
   Names expand_name_pattern(std::initializer_list<DimName> pattern, const char* fn) const;
   TensorDict renamed(Names names, const char* fn) const;
   void fit_batch_size(std::optional<index_t> cap);
+  /// The name of batch dim d, 0 <= d < batch_dims().
+  const std::optional<std::string>& name_of(index_t d) const {
+    return names_[static_cast<std::size_t>(d)];
+  }
 
   // ---- the per-entry walk behind every shape op and index
 

@@ -39,7 +39,8 @@ inline void TensorDict::check_key(const NestedKey& key, const char* fn) {
 }
 
 inline NestedKey TensorDict::prefix_of(const NestedKey& key, std::size_t length) {
-  return NestedKey(std::vector<std::string>(key.parts().begin(), key.parts().begin() + length));
+  return NestedKey(std::vector<std::string>(
+      key.parts().begin(), key.parts().begin() + static_cast<std::ptrdiff_t>(length)));
 }
 
 inline const TensorDict::Value* TensorDict::lookup(const NestedKey& key) const {
@@ -274,7 +275,7 @@ inline void TensorDict::check_unique_names(const Names& names, const char* fn) {
 
 inline TensorDict::Names TensorDict::checked_names(Names names, index_t batch_dims, const char* fn,
                                                    bool empty_means_unnamed) {
-  if (names.empty() && empty_means_unnamed) return Names(batch_dims);
+  if (names.empty() && empty_means_unnamed) return Names(static_cast<std::size_t>(batch_dims));
   if (static_cast<index_t>(names.size()) != batch_dims)
     detail::fail<ValueError>(fn, "got ", names.size(), " names ", detail::NamesText{names},
                              " for batch_dims ", batch_dims,

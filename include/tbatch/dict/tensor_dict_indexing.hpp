@@ -143,27 +143,27 @@ inline TensorDict::Names TensorDict::names_after_index(std::initializer_list<Ten
           if constexpr (std::is_same_v<V, index_t>) {
             ++dim;
           } else if constexpr (std::is_same_v<V, Slice> || std::is_same_v<V, Tensor<index_t>>) {
-            basic.push_back(names_[dim++]);
+            basic.push_back(name_of(dim++));
           } else if constexpr (std::is_same_v<V, EllipsisT>) {
             for (index_t k = 0; k < bd - consumed; ++k)
-              basic.push_back(names_[dim++]);
+              basic.push_back(name_of(dim++));
           } else if constexpr (std::is_same_v<V, NewAxisT>) {
             basic.push_back(std::nullopt);
           } else if (v.dim() == 0) {
             basic.push_back(std::nullopt);
           } else {
             for (index_t k = 0; k < v.dim(); ++k)
-              basic.push_back(names_[dim++]);
+              basic.push_back(name_of(dim++));
           }
         },
         index.value());
   }
   while (dim < bd)
-    basic.push_back(names_[dim++]);
+    basic.push_back(name_of(dim++));
   if (!plan.has_advanced()) return basic;
   Names gathered(plan.gathered.size());
   if (plan.advanced_dims.size() == 1 && gathered.size() == 1)
-    gathered[0] = basic[plan.advanced_dims[0]];
+    gathered[0] = basic[static_cast<std::size_t>(plan.advanced_dims[0])];
   const index_t first = plan.advanced_dims.front(), last = plan.advanced_dims.back();
   Names out;
   if (!plan.keeps_position) out = gathered;
@@ -173,7 +173,7 @@ inline TensorDict::Names TensorDict::names_after_index(std::initializer_list<Ten
                               ? (d >= first && d <= last)
                               : std::find(plan.advanced_dims.begin(), plan.advanced_dims.end(),
                                           d) != plan.advanced_dims.end();
-    if (!advanced) out.push_back(basic[d]);
+    if (!advanced) out.push_back(basic[static_cast<std::size_t>(d)]);
   }
   return out;
 }
@@ -221,7 +221,7 @@ inline void TensorDict::preallocate_like(const TensorDict& value, index_t indexe
     TensorDict child;
     child.batch_size_ = Shape(with_features(outer, v.dict().batch_size_, indexed_dims));
     child.names_ = outer_names;
-    for (std::size_t d = indexed_dims; d < v.dict().names_.size(); ++d)
+    for (auto d = static_cast<std::size_t>(indexed_dims); d < v.dict().names_.size(); ++d)
       child.names_.push_back(v.dict().names_[d]);
     child.preallocate_like(v.dict(), indexed_dims, outer, outer_names);
     entries_.emplace_back(key, Value(std::move(child)));

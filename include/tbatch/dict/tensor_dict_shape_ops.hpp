@@ -57,11 +57,11 @@ inline TensorDict TensorDict::permute(const std::vector<index_t>& dims) const {
     detail::fail<ShapeError>(fn, "got ", dims.size(), " dims ", detail::listed(dims),
                              " for batch_dims ", bd, "; expected a permutation of all ", bd,
                              " batch dims");
-  std::vector<index_t> order(bd);
-  std::vector<bool> seen(bd, false);
+  std::vector<index_t> order(dims.size());
+  detail::SmallVector<bool, 8> seen(dims.size(), false);
   Shape batch;
   Names names;
-  for (index_t i = 0; i < bd; ++i) {
+  for (std::size_t i = 0; i < dims.size(); ++i) {
     const index_t d = normalize_dim(dims[i], bd, fn);
     if (seen[d])
       detail::fail<ValueError>(fn, "dim ", dims[i], " appears more than once in ",
@@ -69,7 +69,7 @@ inline TensorDict TensorDict::permute(const std::vector<index_t>& dims) const {
     seen[d] = true;
     order[i] = d;
     batch.push_back(batch_size_[d]);
-    names.push_back(names_[d]);
+    names.push_back(name_of(d));
   }
   auto op = [&](const AnyTensor& t, const detail::KeyPath&) {
     std::vector<index_t> full = order;
@@ -89,7 +89,7 @@ inline TensorDict TensorDict::transpose(index_t a, index_t b) const {
   batch.set(da, batch_size_[db]);
   batch.set(db, batch_size_[da]);
   Names names = names_;
-  std::swap(names[da], names[db]);
+  std::swap(names[static_cast<std::size_t>(da)], names[static_cast<std::size_t>(db)]);
   auto op = [&](const AnyTensor& t, const detail::KeyPath&) {
     return t.with_layout(layout::transpose(t.layout(), da, db));
   };
@@ -122,7 +122,7 @@ inline TensorDict TensorDict::squeeze() const {
       removed.push_back(d);
     } else {
       batch.push_back(batch_size_[d]);
-      names.push_back(names_[d]);
+      names.push_back(name_of(d));
     }
   }
   auto op = [&](const AnyTensor& t, const detail::KeyPath&) {
@@ -165,12 +165,12 @@ inline TensorDict TensorDict::flatten(index_t start, index_t end) const {
   for (index_t d = 0; d < bd; ++d) {
     if (d < s || d > e) {
       batch.push_back(batch_size_[d]);
-      names.push_back(names_[d]);
+      names.push_back(name_of(d));
     } else {
       merged = detail::checked_mul(merged, batch_size_[d], fn);
       if (d == e) {
         batch.push_back(merged);
-        names.push_back(s == e ? names_[d] : std::nullopt);
+        names.push_back(s == e ? name_of(d) : std::nullopt);
       }
     }
   }
@@ -196,7 +196,7 @@ inline TensorDict TensorDict::unflatten(index_t dim, const std::vector<index_t>&
   for (index_t i = 0; i < bd; ++i) {
     if (i != d) {
       batch.push_back(batch_size_[i]);
-      names.push_back(names_[i]);
+      names.push_back(name_of(i));
       continue;
     }
     for (index_t s : inner) {
@@ -272,9 +272,9 @@ inline TensorDict TensorDict::expand(const std::vector<index_t>& sizes) const {
                              bd, "; expected at least ", bd, " (new leading dims come first)");
   const index_t lead = n - bd;
   Shape batch;
-  Names names(lead);
+  Names names(static_cast<std::size_t>(lead));
   for (index_t i = 0; i < n; ++i) {
-    const index_t want = sizes[i];
+    const index_t want = sizes[static_cast<std::size_t>(i)];
     if (i < lead) {
       if (want < 0)
         detail::fail<ShapeError>(fn, "size ", want, " at new leading dim ", i, " must be >= 0");
@@ -290,7 +290,7 @@ inline TensorDict TensorDict::expand(const std::vector<index_t>& sizes) const {
       detail::fail<ShapeError>(fn, "size ", want, " at dim ", i,
                                " does not match the existing batch size ", have, " of batch dim ",
                                i - lead, " (only size-1 dims expand; -1 keeps a size)");
-    names.push_back(names_[i - lead]);
+    names.push_back(name_of(i - lead));
   }
   checked_numel(batch, fn);
   auto op = [&](const AnyTensor& t, const detail::KeyPath&) {
@@ -310,12 +310,12 @@ inline TensorDict TensorDict::repeat(const std::vector<index_t>& repeats) const 
   const index_t lead = n - bd;
   Shape batch;
   for (index_t i = 0; i < n; ++i) {
-    if (repeats[i] < 0)
-      detail::fail<ValueError>(fn, "repeat ", repeats[i], " at dim ", i, " must be >= 0");
-    batch.push_back(detail::checked_mul(repeats[i], i < lead ? 1 : batch_size_[i - lead], fn));
+    const index_t repeat = repeats[static_cast<std::size_t>(i)];
+    if (repeat < 0) detail::fail<ValueError>(fn, "repeat ", repeat, " at dim ", i, " must be >= 0");
+    batch.push_back(detail::checked_mul(repeat, i < lead ? 1 : batch_size_[i - lead], fn));
   }
   checked_numel(batch, fn);
-  Names names(lead);
+  Names names(static_cast<std::size_t>(lead));
   names.insert(names.end(), names_.begin(), names_.end());
   auto op = [&](const AnyTensor& t, const detail::KeyPath&) {
     const std::vector<index_t> target = with_features(batch, t.shape(), bd);
@@ -327,7 +327,7 @@ inline TensorDict TensorDict::repeat(const std::vector<index_t>& repeats) const 
       l = layout::unsqueeze(l, 2 * i);
     std::vector<index_t> sizes;
     for (index_t i = 0; i < n; ++i) {
-      sizes.push_back(repeats[i]);
+      sizes.push_back(repeats[static_cast<std::size_t>(i)]);
       sizes.push_back(l.shape[2 * i + 1]);
     }
     for (index_t d = 2 * n; d < l.dim(); ++d)
@@ -372,7 +372,7 @@ inline TensorDict TensorDict::repeat_interleave(const Tensor<index_t>& repeats,
   if (counts.size() == 1) total = detail::checked_mul(counts[0], size, fn);
   Tensor<index_t> positions = Tensor<index_t>::empty(Shape{total});
   for (index_t i = 0, k = 0; i < size; ++i)
-    for (index_t r = 0; r < counts[counts.size() == 1 ? 0 : i]; ++r)
+    for (index_t r = 0; r < counts[counts.size() == 1 ? 0 : static_cast<std::size_t>(i)]; ++r)
       positions.data()[k++] = i;
   return gathered_along(d, positions, fn);
 }
@@ -406,7 +406,7 @@ TensorDict TensorDict::map_tensors(const Shape& batch, const Names& names, index
   out.names_ = names;
   for (index_t d = prefix; d < batch_dims(); ++d) {
     out.batch_size_.push_back(batch_size_[d]);
-    out.names_.push_back(names_[d]);
+    out.names_.push_back(name_of(d));
   }
   out.entries_.reserve(entries_.size());
   for (const auto& [key, value] : entries_) {
@@ -433,7 +433,7 @@ std::vector<TensorDict> TensorDict::map_tensors_many(const std::vector<Shape>& b
     outs[k].names_ = names[k];
     for (index_t d = prefix; d < batch_dims(); ++d) {
       outs[k].batch_size_.push_back(batch_size_[d]);
-      outs[k].names_.push_back(names_[d]);
+      outs[k].names_.push_back(name_of(d));
     }
   }
   for (const auto& [key, value] : entries_) {

@@ -101,8 +101,8 @@ inline std::vector<DimPad> pads_from_flat(const std::vector<index_t>& flat, inde
                      " (before, after) pairs but ", subject, " rank ", rank, "; expected at most ",
                      2 * rank, " values");
   std::vector<DimPad> pads(static_cast<std::size_t>(rank));
-  for (index_t k = 0; k < pairs; ++k)
-    pads[rank - 1 - k] = DimPad{flat[2 * k], flat[2 * k + 1]};
+  for (std::size_t k = 0; k < flat.size() / 2; ++k)
+    pads[static_cast<std::size_t>(rank) - 1 - k] = DimPad{flat[2 * k], flat[2 * k + 1]};
   return pads;
 }
 
@@ -245,7 +245,7 @@ StridedView<const T> border_source_view(const StridedView<T>& region, index_t di
   switch (border_slope(mode)) {
     case 0: {
       std::vector<index_t> sizes(static_cast<std::size_t>(region.dim()), -1);
-      sizes[dim] = n;
+      sizes[static_cast<std::size_t>(dim)] = n;
       return from.narrow(dim, first, 1).expand(sizes);
     }
     case -1:
@@ -295,9 +295,9 @@ void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<
   std::vector<index_t> source_rows(static_cast<std::size_t>(ph.size_out));
   for (index_t j = 0; j < ph.size_out; ++j) {
     const bool interior = j >= ph.lo && j < ph.hi;
-    source_rows[j] = interior   ? j - ph.before
-                     : constant ? -1
-                                : border_source(mode, ph, j) - ph.before;
+    source_rows[static_cast<std::size_t>(j)] = interior   ? j - ph.before
+                                               : constant ? -1
+                                                          : border_source(mode, ph, j) - ph.before;
   }
   std::vector<index_t> left, right;  // the source column each border column copies
   if (!constant) {
@@ -315,19 +315,20 @@ void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<
       std::fill_n(out + hi, size_out - hi, value);
     } else {
       for (index_t j = 0; j < lo; ++j)
-        out[j] = in[left[j]];
+        out[j] = in[left[static_cast<std::size_t>(j)]];
       for (index_t j = hi; j < size_out; ++j)
-        out[j] = in[right[j - hi]];
+        out[j] = in[right[static_cast<std::size_t>(j - hi)]];
     }
   };
   const index_t in_row = src_planes.strides()[rank - 2], out_row = dst_planes.strides()[rank - 2];
   auto write_plane = [&](T* out, const T* in) {
     for (index_t j = 0; j < ph.size_out; ++j) {
       T* row = out + j * out_row;
-      if (source_rows[j] < 0)
+      const index_t source_row = source_rows[static_cast<std::size_t>(j)];
+      if (source_row < 0)
         std::fill_n(row, size_out, value);
       else
-        write_row(row, in + source_rows[j] * in_row);
+        write_row(row, in + source_row * in_row);
     }
   };
   [[maybe_unused]] const bool streamed =
@@ -370,7 +371,7 @@ void pad_block(const StridedView<const T>& src, const StridedView<T>& dst,
   StridedView<T> to = dst, planes_out = dst;
   bool has_interior = true;
   for (index_t d = 0; d < rank; ++d) {
-    const PadDim& p = plan[d];
+    const PadDim& p = plan[static_cast<std::size_t>(d)];
     if (!p.pads()) continue;
     if (p.hi == p.lo) has_interior = false;
     if (!has_interior) break;
@@ -381,7 +382,7 @@ void pad_block(const StridedView<const T>& src, const StridedView<T>& dst,
       planes_out = planes_out.narrow(d, p.lo, p.hi - p.lo);
     }
   }
-  const bool fused = rank > 0 && has_interior && plan[rank - 1].pads() &&
+  const bool fused = rank > 0 && has_interior && plan.back().pads() &&
                      src.strides()[rank - 1] == 1 && dst.strides()[rank - 1] == 1;
   // An unpadded dim's plan entry may not hold its size (pad_blocked folds and splits those
   // dims), so the rows of an unpadded plane are counted from the view.
@@ -394,18 +395,21 @@ void pad_block(const StridedView<const T>& src, const StridedView<T>& dst,
     pad_planes_fused(planes_in.unsqueeze(0), planes_out.unsqueeze(0), unpadded(1), plan[0], mode,
                      value, stores);
   else if (fused)
-    pad_planes_fused(planes_in, planes_out,
-                     plan[rank - 2].pads() ? plan[rank - 2] : unpadded(dst.size(rank - 2)),
-                     plan[rank - 1], mode, value, stores);
+    pad_planes_fused(
+        planes_in, planes_out,
+        plan[plan.size() - 2].pads() ? plan[plan.size() - 2] : unpadded(dst.size(rank - 2)),
+        plan.back(), mode, value, stores);
   else if (has_interior)
     copy_planned<T, T>(from, to, stores);
 
   for (index_t d = border_passes; d-- > 0;) {
-    const PadDim& p = plan[d];
+    const PadDim& p = plan[static_cast<std::size_t>(d)];
     if (!p.pads()) continue;
     StridedView<T> region = dst;
-    for (index_t e = 0; e < d; ++e)
-      if (plan[e].pads()) region = region.narrow(e, plan[e].lo, plan[e].hi - plan[e].lo);
+    for (index_t e = 0; e < d; ++e) {
+      const PadDim& q = plan[static_cast<std::size_t>(e)];
+      if (q.pads()) region = region.narrow(e, q.lo, q.hi - q.lo);
+    }
     if (region.numel() == 0) continue;
     const std::array<std::pair<index_t, index_t>, 2> borders{
         {{0, p.lo}, {p.hi, p.size_out - p.hi}}};
@@ -430,7 +434,7 @@ template <class T>
 void pad_blocked(const StridedView<const T>& src, const StridedView<T>& dst,
                  std::vector<PadDim> plan, PadMode mode, T value, Stores stores) {
   index_t lead = 0;
-  while (lead < dst.dim() && !plan[lead].pads())
+  while (lead < dst.dim() && !plan[static_cast<std::size_t>(lead)].pads())
     ++lead;
   if (lead == 0 || lead == dst.dim()) {
     pad_block(src, dst, plan, mode, value, stores);
@@ -510,7 +514,7 @@ inline Tensor<index_t> shapes_to_shape_per_tensor(const std::vector<Shape>& shap
   Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch, element_rank - 1});
   for (index_t i = 0; i < batch; ++i)
     for (index_t d = 0; d + 1 < element_rank; ++d)
-      out.data()[i * (element_rank - 1) + d] = shapes[i][d];
+      out.data()[i * (element_rank - 1) + d] = shapes[static_cast<std::size_t>(i)][d];
   return out;
 }
 

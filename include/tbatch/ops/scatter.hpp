@@ -301,7 +301,7 @@ inline void combine_dense_rows(const Op& op, T* out, const T* in, index_t in_row
   constexpr index_t w = chunk_width<T>;
   index_t i = 0;
   for (; i + w <= n; i += w) {
-    T acc[w];
+    T acc[static_cast<std::size_t>(w)];
     std::memcpy(static_cast<void*>(acc), out + i, sizeof acc);
     for (index_t r = 0; r < count; ++r)
       op.chunk(acc, in + r * in_row + i);
@@ -437,7 +437,7 @@ void scatter_at_offsets(StridedView<const T> src, StridedView<T> dst_base, Offse
   for (index_t k0 = 0; k0 < n; k0 += block) {
     const index_t length = std::min(block, n - k0);
     for (index_t k = 0; k < length; ++k)
-      offsets[k] = offset_of(k0 + k);
+      offsets[static_cast<std::size_t>(k)] = offset_of(k0 + k);
     Shape shape = src.shape();
     shape.set(0, length);
     scatter_along(src.narrow(0, k0, length),
@@ -783,15 +783,16 @@ void scatter_elements_into(const char* function, const B& batch,
                      " updates of rows of size ", last_dim, " need [", n, ", ", last_dim, "]");
 
   // Where each element lives: its offset in the storage and the strides and sizes of its rows.
-  std::vector<index_t> element_offset(batch_size);
+  std::vector<index_t> element_offset(static_cast<std::size_t>(batch_size));
   std::vector<index_t> element_layout(static_cast<std::size_t>(
       checked_mul(checked_mul(batch_size, coords, function), 2, function)));
   for (index_t e = 0; e < batch_size; ++e) {
     const Tensor<T> element = batch.element(e);
-    element_offset[e] = element.offset();
+    element_offset[static_cast<std::size_t>(e)] = element.offset();
     for (index_t c = 0; c < coords; ++c) {
-      element_layout[(e * coords + c) * 2] = element.size(c);
-      element_layout[(e * coords + c) * 2 + 1] = element.stride(c);
+      const auto at = static_cast<std::size_t>((e * coords + c) * 2);
+      element_layout[at] = element.size(c);
+      element_layout[at + 1] = element.stride(c);
     }
   }
   const Tensor<index_t> local = flat_local ? local_index.unsqueeze(1) : local_index;
@@ -801,7 +802,8 @@ void scatter_elements_into(const char* function, const B& batch,
       fail<IndexError>(function, "element_index[", k, "] = ", e, " is out of range for a batch of ",
                        batch_size, " elements", expected_range(batch_size));
     for (index_t c = 0; c < coords; ++c) {
-      const index_t value = local(k, c), size = element_layout[(e * coords + c) * 2];
+      const index_t value = local(k, c),
+                    size = element_layout[static_cast<std::size_t>((e * coords + c) * 2)];
       if (value < 0 || value >= size)
         fail<IndexError>(
             function,
@@ -821,9 +823,10 @@ void scatter_elements_into(const char* function, const B& batch,
       data.view().with_layout(Layout{Shape{n, last_dim}, {0, last_stride}, 0});
   auto offset_of = [&](index_t k) {
     const index_t e = targets(k);
-    index_t offset = element_offset[e];
+    index_t offset = element_offset[static_cast<std::size_t>(e)];
     for (index_t c = 0; c < coords; ++c)
-      offset += positions(k, c) * element_layout[(e * coords + c) * 2 + 1];
+      offset +=
+          positions(k, c) * element_layout[static_cast<std::size_t>((e * coords + c) * 2 + 1)];
     return offset;
   };
   if (overwrite) {

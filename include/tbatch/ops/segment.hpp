@@ -56,7 +56,7 @@ void for_each_row_block(const index_t* first, index_t rows, Visit&& visit) {
     for (index_t k = 0; k < length; ++k) {
       while (first[e + 1] <= r0 + k)
         ++e;
-      segment[k] = e;
+      segment[static_cast<std::size_t>(k)] = e;
     }
     visit(r0, length, segment.data());
   }
@@ -129,7 +129,7 @@ Tensor<T> segment_reduce_impl(const char* function, const Tensor<T>& values,
       const Shape shape = joined(Shape{static_cast<index_t>(empty.size())}, values.shape(), 1);
       scatter_at_offsets(
           broadcast_value(zero, shape), indexed_base(out.view(), 0, shape[0]),
-          [&](index_t k) { return empty[k] * scale; }, AssignOp<T>{});
+          [&](index_t k) { return empty[static_cast<std::size_t>(k)] * scale; }, AssignOp<T>{});
     }
     if (reduce == Reduce::mean) {
       // out is contiguous: segment e's sums are the dense run [e * n, (e + 1) * n), so each is
@@ -184,8 +184,8 @@ Tensor<index_t> segment_arg_impl(const char* function, const Tensor<T>& values,
           const index_t count = offsets[e + 1] - offsets[e];
           index_t c = 0;
           for (; c + w <= n; c += w) {
-            T b[w];
-            index_t a[w];
+            T b[static_cast<std::size_t>(w)];
+            index_t a[static_cast<std::size_t>(w)];
             for (index_t j = 0; j < w; ++j) {
               b[j] = rows_in[c + j];
               a[j] = offsets[e];
@@ -227,7 +227,7 @@ Tensor<index_t> segment_arg_impl(const char* function, const Tensor<T>& values,
       const StridedView<const T> block_values = values.view().narrow(0, r0, length);
       const RowBlock block(values.shape(), length);
       for (index_t k = 0; k < length; ++k)
-        row_ids[k] = r0 + k;
+        row_ids[static_cast<std::size_t>(k)] = r0 + k;
       for_each_run(
           function,
           [&](index_t n, const std::array<index_t, 5>& s, const T* in, const index_t* seg,

@@ -479,10 +479,11 @@ PaddedBatch<T> space_to_batch_nd(const PaddedBatch<T>& batch,
   for (index_t n = 0; n < outputs; ++n) {
     const index_t b = n % elements;
     const std::vector<index_t> k = detail::block_offsets(n / elements, block_shape);
-    for (index_t d = 0; d < columns; ++d)
-      out_sizes(n, d) = d < static_cast<index_t>(k.size())
-                            ? detail::blocked_extent(sizes(b, d), k[d], block_shape[d])
-                            : sizes(b, d);
+    for (index_t d = 0; d < columns; ++d) {
+      const auto at = static_cast<std::size_t>(d);
+      out_sizes(n, d) =
+          at < k.size() ? detail::blocked_extent(sizes(b, d), k[at], block_shape[at]) : sizes(b, d);
+    }
   }
   Tensor<T> data = Tensor<T>::empty(plan.blocked_shape);
   detail::run_space_to_batch<T>(plan, batch.data().view(), data.view(), pad_value);
@@ -508,8 +509,8 @@ PaddedBatch<T> batch_to_space_nd(const PaddedBatch<T>& batch,
   const index_t outputs = plan.spatial_shape[0], inputs = batch.batch_size();
   const Tensor<index_t>& sizes = batch.shape_per_tensor();
   // stride[i]: the linear block offset of offset 1 along block dim i alone.
-  std::vector<index_t> stride(m, 1);
-  for (index_t i = m - 1; i > 0; --i)
+  std::vector<index_t> stride(block_shape.size(), 1);
+  for (std::size_t i = stride.size(); i-- > 1;)
     stride[i - 1] = stride[i] * block_shape[i];
   // Extent s[b][i] of the element each output element b was split from.
   Tensor<index_t> whole = Tensor<index_t>::empty(Shape{outputs, columns});
@@ -519,22 +520,25 @@ PaddedBatch<T> batch_to_space_nd(const PaddedBatch<T>& batch,
         whole(b, d) = sizes(b, d);
         continue;
       }
+      const auto at = static_cast<std::size_t>(d);
       index_t s = 0;
-      for (index_t k = 0; k < block_shape[d]; ++k)
-        s += sizes(k * stride[d] * outputs + b, d);
+      for (index_t k = 0; k < block_shape[at]; ++k)
+        s += sizes(k * stride[at] * outputs + b, d);
       whole(b, d) = s;
     }
   for (index_t n = 0; n < inputs; ++n) {
     const index_t b = n % outputs;
     const std::vector<index_t> k = detail::block_offsets(n / outputs, block_shape);
     for (index_t d = 0; d < columns; ++d) {
-      const index_t expected =
-          d < m ? detail::blocked_extent(whole(b, d), k[d], block_shape[d]) : whole(b, d);
-      if (sizes(n, d) != expected) {
-        std::vector<index_t> got(columns), want(columns);
+      auto expected = [&](index_t c) {
+        const auto at = static_cast<std::size_t>(c);
+        return c < m ? detail::blocked_extent(whole(b, c), k[at], block_shape[at]) : whole(b, c);
+      };
+      if (sizes(n, d) != expected(d)) {
+        std::vector<index_t> got, want;
         for (index_t c = 0; c < columns; ++c) {
-          got[c] = sizes(n, c);
-          want[c] = c < m ? detail::blocked_extent(whole(b, c), k[c], block_shape[c]) : whole(b, c);
+          got.push_back(sizes(n, c));
+          want.push_back(expected(c));
         }
         detail::fail<ValueError>(
             function, "shape_per_tensor[", n, "] = ", detail::listed(got), " (block offset ",
@@ -549,9 +553,9 @@ PaddedBatch<T> batch_to_space_nd(const PaddedBatch<T>& batch,
   Tensor<index_t> out_sizes = Tensor<index_t>::empty(Shape{outputs, columns});
   for (index_t b = 0; b < outputs; ++b)
     for (index_t d = 0; d < columns; ++d)
-      out_sizes(b, d) =
-          d < m ? std::clamp(whole(b, d) - crops[d][0], index_t(0), plan.spatial_shape[d + 1])
-                : whole(b, d);
+      out_sizes(b, d) = d < m ? std::clamp(whole(b, d) - crops[static_cast<std::size_t>(d)][0],
+                                           index_t(0), plan.spatial_shape[d + 1])
+                              : whole(b, d);
   Tensor<T> data = Tensor<T>::empty(plan.spatial_shape);
   detail::run_batch_to_space<T>(plan, batch.data().view(), data.view());
   return PaddedBatch<T>(std::move(data), out_sizes);

@@ -73,7 +73,8 @@ void copy_tiled(const S* src, index_t src_row, index_t src_col, D* dst, index_t 
                 index_t dst_col, index_t rows, index_t cols) {
   constexpr index_t tile_rows = 128;  // 512-byte source segments for 4-byte elements
   constexpr index_t tile_cols = 128 / index_t(std::max(sizeof(S), sizeof(D)));
-  TileCell<S> buffer[tile_cols][tile_rows];  // 16 KiB at most
+  TileCell<S> buffer[static_cast<std::size_t>(tile_cols)]
+                    [static_cast<std::size_t>(tile_rows)];  // 16 KiB at most
   // Unit: the source rows and destination columns are dense. Full: a whole tile, whose
   // compile-time extents let both passes vectorise.
   auto copy_tile = [&]<bool Unit, bool Full>(std::bool_constant<Unit>, std::bool_constant<Full>,

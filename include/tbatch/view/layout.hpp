@@ -139,11 +139,11 @@ inline Layout permute(const Layout& l, const std::vector<index_t>& dims) {
   if (static_cast<index_t>(dims.size()) != rank)
     detail::fail<ShapeError>("permute", "got ", dims.size(), " dims for a tensor of rank ", rank,
                              "; expected a permutation of all ", rank, " dims");
-  std::vector<bool> seen(rank, false);
+  detail::SmallVector<bool, 8> seen(dims.size(), false);
   Layout out;
   out.offset = l.offset;
-  out.strides.resize(rank);
-  for (index_t i = 0; i < rank; ++i) {
+  out.strides.resize(dims.size());
+  for (std::size_t i = 0; i < dims.size(); ++i) {
     const index_t d = normalize_dim(dims[i], rank, "permute");
     if (seen[d]) detail::fail<ValueError>("permute", "dim ", dims[i], " appears more than once");
     seen[d] = true;
@@ -205,10 +205,10 @@ inline Layout expand(const Layout& l, const std::vector<index_t>& sizes) {
                              ") must be at least the tensor's rank (", rank, ")");
   Layout out;
   out.offset = l.offset;
-  out.strides.resize(new_rank);
+  out.strides.resize(sizes.size());
   const index_t lead = new_rank - rank;
   for (index_t i = 0; i < new_rank; ++i) {
-    const index_t want = sizes[i];
+    const index_t want = sizes[static_cast<std::size_t>(i)];
     if (i < lead) {
       if (want < 0)
         detail::fail<ShapeError>("expand", "size ", want, " at new leading dim ", i,
@@ -422,7 +422,7 @@ inline std::vector<Layout> chunk(const Layout& l, index_t chunks, index_t dim) {
 inline std::vector<Layout> unbind(const Layout& l, index_t dim) {
   const index_t d = normalize_dim(dim, l.dim(), "unbind");
   std::vector<Layout> pieces;
-  pieces.reserve(l.shape[d]);
+  pieces.reserve(static_cast<std::size_t>(l.shape[d]));
   for (index_t i = 0; i < l.shape[d]; ++i)
     pieces.push_back(select(l, d, i));
   return pieces;

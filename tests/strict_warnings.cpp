@@ -1,0 +1,269 @@
+// Every public header, with its templates instantiated for the twelve element types, compiled
+// (never run) under -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Werror:
+// projects that add tbatch with add_subdirectory or FetchContent see its headers as their own,
+// so a warning here would be a warning (or an error) in their builds. Most of these warnings
+// appear only when a template is instantiated, hence the calls below.
+// TBATCH_STRICT_WITH_MPI / TBATCH_STRICT_WITH_IO: the optional headers' targets exist.
+
+#include <array>
+#include <sstream>
+#include <vector>
+
+#include "tbatch/tbatch.hpp"
+
+#include "tbatch/batch/conversions.hpp"
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/batch/metadata.hpp"
+#include "tbatch/core/block_cache.hpp"
+#include "tbatch/core/checked_math.hpp"
+#include "tbatch/core/config.hpp"
+#include "tbatch/core/dtype.hpp"
+#include "tbatch/core/eigen_tensor.hpp"
+#include "tbatch/core/errors.hpp"
+#include "tbatch/core/indexing.hpp"
+#include "tbatch/core/shape.hpp"
+#include "tbatch/core/small_vector.hpp"
+#include "tbatch/core/storage.hpp"
+#include "tbatch/core/streaming_stores.hpp"
+#include "tbatch/core/tensor.hpp"
+#include "tbatch/core/word.hpp"
+#include "tbatch/detail/constant_rows.hpp"
+#include "tbatch/detail/format.hpp"
+#include "tbatch/detail/instantiations.hpp"
+#include "tbatch/detail/streaming.hpp"
+#include "tbatch/dict/any_tensor.hpp"
+#include "tbatch/dict/keys.hpp"
+#include "tbatch/dict/ragged_tensor_dict.hpp"
+#include "tbatch/dict/tensor_dict.hpp"
+#include "tbatch/dict/tensor_dict_entries.hpp"
+#include "tbatch/dict/tensor_dict_indexing.hpp"
+#include "tbatch/dict/tensor_dict_shape_ops.hpp"
+#include "tbatch/dict/tensor_dict_stack.hpp"
+#include "tbatch/ops/pad.hpp"
+#include "tbatch/ops/scatter.hpp"
+#include "tbatch/ops/segment.hpp"
+#include "tbatch/ops/space_to_batch.hpp"
+#include "tbatch/version.hpp"
+#include "tbatch/view/aliasing.hpp"
+#include "tbatch/view/engine.hpp"
+#include "tbatch/view/index_types.hpp"
+#include "tbatch/view/layout.hpp"
+#include "tbatch/view/strided_view.hpp"
+#include "tbatch/view/view_methods.hpp"
+#include "tbatch/view/walk.hpp"
+#ifdef TBATCH_STRICT_WITH_IO
+#include "tbatch/io/safetensors.hpp"
+#endif
+#ifdef TBATCH_STRICT_WITH_MPI
+#include "tbatch/mpi.hpp"
+#endif
+
+// The tbatch::compiled instantiations, as src/compiled.cpp defines them.
+namespace tbatch {
+#define TBATCH_DETAIL_INSTANTIATION_KIND
+TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DETAIL_INSTANTIATE)
+#undef TBATCH_DETAIL_INSTANTIATION_KIND
+}  // namespace tbatch
+
+// Every member of the class templates.
+#define TBATCH_STRICT_CLASSES(T, tag, text)                   \
+  template class tbatch::Tensor<T>;                           \
+  template class tbatch::ViewMethods<tbatch::Tensor<T>>;      \
+  template class tbatch::StridedView<T>;                      \
+  template class tbatch::StridedView<const T>;                \
+  template class tbatch::ViewMethods<tbatch::StridedView<T>>; \
+  template class tbatch::ExactBatch<T>;                       \
+  template class tbatch::PaddedBatch<T>;                      \
+  template class tbatch::PackedBatch<T>;
+TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_STRICT_CLASSES)
+#undef TBATCH_STRICT_CLASSES
+
+namespace tbatch_strict {
+
+using namespace tbatch;
+
+using Pairs = std::vector<std::array<index_t, 2>>;
+
+template <class B>
+void batch_calls(const B& batch, Tensor<typename B::value_type> values) {
+  using T = typename B::value_type;
+  const T zero = T(0);
+  (void)to_packed(batch);
+  (void)to_padded(batch, zero, {});
+  (void)to_exact(batch);
+  (void)map_elements(batch, [](Tensor<T> t) { return t; });
+  (void)map_elements(
+      batch, [](Tensor<T> t) { return t; }, zero);
+  (void)pad(batch, std::vector<index_t>{1, 1}, PadMode::reflect, zero);
+  (void)pad(batch, Pairs{{1, 1}}, PadMode::constant, zero);
+  (void)pad(batch, {{1, 1}}, PadMode::circular, zero);
+  const Tensor<index_t> index({2}, std::vector<index_t>{0, 1});
+  B copy = scatter(batch, index, index, values, false);
+  scatter_(copy, index, index, values, true);
+}
+
+template <class T>
+void tensor_calls() {
+  const T zero = T(0);
+  const T one = T(1);
+  Tensor<T> x({2, 3}, one);
+  const Tensor<T>& cx = x;
+  (void)Tensor<T>::arange(4);
+  (void)Tensor<T>::full({2}, one);
+  (void)Tensor<T>::zeros({2});
+  (void)Tensor<T>(Shape{2}, std::vector<T>{zero, one});
+  (void)Tensor<T>::from_eigen(Eigen::Array<T, 2, 2>::Constant(one));
+  (void)x(1, 2);
+  (void)cx(1, 2);
+  (void)x(index_t{1}, std::size_t{2});
+  (void)x.at({1, 2});
+  (void)cx.at({1, 2});
+  (void)x.matrix();
+  (void)cx.matrix();
+  (void)x.flat();
+  (void)(x == cx);
+  (void)(x != cx);
+  std::ostringstream out;
+  out << x;
+
+  // Indexing: every kind of index, read, written and filled.
+  const Tensor<index_t> positions({2}, std::vector<index_t>{0, 1});
+  const Tensor<bool> mask({3}, std::vector<bool>{true, false, true});
+  (void)x.index({1, Slice{0, 2}});
+  (void)x.index({Ellipsis, NewAxis, positions});
+  (void)x.index({Slice{}, mask});
+  x.index_put({positions}, Tensor<T>({3}, one));
+  x.index_fill({0, mask}, zero);
+
+  // The engine on views.
+  StridedView<T> v = x.view();
+  copy(cx.view(), v);
+  copy(v, v.transpose(0, 1).transpose(0, 1));
+  fill(v, one);
+  for_each([](T& a, const T& b) { a = b; }, v, cx.view());
+
+  // Scatter family and segment reductions.
+  const Tensor<index_t> rows({2, 1}, std::vector<index_t>{0, 1});
+  (void)scatter(x, positions, x.narrow(0, 0, 2), false);
+  scatter_(x, positions, x.narrow(0, 0, 2), true);
+  (void)scatter_nd_add(x, rows, x.narrow(0, 0, 2));
+  scatter_nd_add_(x, rows, x.narrow(0, 0, 2));
+  const Tensor<index_t> index2({2, 3}, index_t{0});
+  for (Reduce reduce : {Reduce::sum, Reduce::prod, Reduce::mean, Reduce::amax, Reduce::amin}) {
+    (void)scatter_reduce(x, 0, index2, cx, reduce, false);
+    scatter_reduce_(x, 1, index2, cx, reduce, true);
+    (void)segment_reduce(x, positions, reduce);
+  }
+  (void)index_add(x, 0, positions, cx, one);
+  index_add_(x, 1, Tensor<index_t>({3}, index_t{0}), cx, one);
+  (void)segment_argmax(x, positions);
+  (void)segment_argmin(x, positions);
+
+  // Pad and space_to_batch on tensors.
+  (void)pad(x, std::vector<index_t>{1, 1}, PadMode::symmetric, zero);
+  (void)pad(x, Pairs{{1, 1}, {0, 1}}, PadMode::replicate, zero);
+  Tensor<T> padded(pad_shape(x.shape(), {1, 1}));
+  pad_into(cx.view(), {1, 1}, padded.view(), PadMode::constant, one);
+  const std::vector<index_t> block{2};
+  (void)space_to_batch_nd(x, block, Pairs{{0, 1}}, one);
+  (void)batch_to_space_nd(x, block, Pairs{{0, 0}});
+  Tensor<T> blocked(space_to_batch_nd_shape(x.shape(), block, Pairs{{0, 1}}));
+  space_to_batch_nd_into(cx.view(), block, Pairs{{0, 1}}, blocked.view(), one);
+  Tensor<T> unblocked(batch_to_space_nd_shape(blocked.shape(), block, Pairs{{0, 1}}));
+  batch_to_space_nd_into(cx.view(), block, Pairs{{0, 1}}, unblocked.view());
+
+  // Batches: conversions, metadata and the ops on every layout.
+  const std::vector<Tensor<T>> list{x, x.narrow(0, 0, 1)};
+  const PaddedBatch<T> padded_batch = list_to_padded(list, zero);
+  const PackedBatch<T> packed = list_to_packed(list);
+  const ExactBatch<T> exact({Tensor<T>({2, 2, 3}, one)});
+  (void)padded_to_list(padded_batch.data(), padded_batch.shape_per_tensor());
+  (void)packed_to_list(packed.data(), packed.shape_per_tensor(), packed.first_idx());
+  (void)tile_to_packed(x, positions);
+  (void)get_shape_per_tensor(list);
+  (void)get_first_idx(positions);
+  (void)fill_max_shape(packed.shape_per_tensor());
+  batch_calls(padded_batch, x);
+  batch_calls(packed, x);
+  batch_calls(exact, x);
+  (void)space_to_batch_nd(padded_batch, block, Pairs{{0, 1}}, one);
+  (void)batch_to_space_nd(padded_batch, block, Pairs{{0, 0}});
+  (void)space_to_batch_nd(exact, block, Pairs{{0, 1}}, one);
+  (void)batch_to_space_nd(exact, block, Pairs{{0, 0}});
+  for (Reduce reduce : {Reduce::sum, Reduce::amax})
+    (void)segment_reduce(packed, reduce);
+  (void)segment_argmax(packed);
+  (void)segment_argmin(packed);
+
+  // Eigen Tensor module interop.
+  Eigen::Tensor<T, 2, Eigen::RowMajor> eigen_tensor(2, 3);
+  (void)view_of(eigen_tensor);
+  (void)view_of(Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor>>(eigen_tensor.data(), 2, 3));
+  (void)from_eigen_tensor(eigen_tensor);
+  (void)as_eigen_tensor<2>(x);
+
+  // AnyTensor, TensorDict and RaggedTensorDict members templated on the element type.
+  AnyTensor any(x);
+  (void)any.holds<T>();
+  (void)any.get<T>();
+  any.visit([](const auto& t) { (void)t.numel(); });
+  out << any;
+  TensorDict td(Shape{2});
+  td.set("x", x);
+  (void)td.get<T>("x");
+  td.index_put({0}, Tensor<T>({3}, one));
+  td.index_put({1}, one);
+  const RaggedTensorDict ragged = TensorDict::stack_ragged({td, td}, RaggedLayout::packed);
+  (void)ragged.get<T>("x");
+  (void)ragged.to_padded<T>("x", zero);
+  (void)ragged.to_packed<T>("x");
+  (void)ragged.to_list<T>("x");
+
+#ifdef TBATCH_STRICT_WITH_IO
+  io::TensorFile file;
+  io::put(file, "padded", padded_batch);
+  io::put(file, "packed", packed);
+  io::put(file, "exact", exact);
+  (void)io::get<PaddedBatch<T>>(file, "padded");
+  (void)io::get<PackedBatch<T>>(file, "packed");
+  (void)io::get<ExactBatch<T>>(file, "exact");
+#endif
+
+#ifdef TBATCH_STRICT_WITH_MPI
+  MPI_Comm comm = MPI_COMM_WORLD;
+  (void)mpi::datatype_of<T>();
+  (void)mpi::allgather(comm, packed);
+  (void)mpi::allgather(comm, padded_batch, zero);
+  (void)mpi::gather(comm, 0, packed);
+  (void)mpi::scatter_balanced(comm, 0, packed);
+  (void)mpi::all_to_all(comm, packed, positions);
+  (void)mpi::all_to_all(comm, padded_batch, positions, zero);
+  (void)mpi::rebalance(comm, packed);
+  (void)mpi::bucket_by_size(comm, packed);
+#endif
+}
+
+// The non-template entry points of the optional headers.
+void optional_calls() {
+#ifdef TBATCH_STRICT_WITH_IO
+  io::TensorFile file;
+  const TensorDict td(Shape{2});
+  io::put(file, td);
+  (void)io::get_tensordict(file);
+  io::put(file, TensorDict::stack_ragged({td, td}));
+  (void)io::get_ragged_tensordict(file);
+  io::save("strict_warnings.safetensors", file);
+  io::save("strict_warnings.safetensors", td);
+  (void)io::load("strict_warnings.safetensors", io::Mmap::yes);
+  (void)io::load_tensor("strict_warnings.safetensors", "x");
+  (void)io::load_tensordict("strict_warnings.safetensors");
+  const char bytes[8] = {};
+  (void)io::parse(bytes, sizeof bytes);
+#endif
+}
+
+}  // namespace tbatch_strict
+
+#define TBATCH_STRICT_CALLS(T, tag, text) template void tbatch_strict::tensor_calls<T>();
+TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_STRICT_CALLS)
+#undef TBATCH_STRICT_CALLS
