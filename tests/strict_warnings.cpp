@@ -3,9 +3,10 @@
 // projects that add tbatch with add_subdirectory or FetchContent see its headers as their own,
 // so a warning here would be a warning (or an error) in their builds. Most of these warnings
 // appear only when a template is instantiated, hence the calls below.
-// TBATCH_STRICT_WITH_MPI / TBATCH_STRICT_WITH_IO: the optional headers' targets exist.
+// TBATCH_STRICT_WITH_MPI / _IO / _DLPACK: the optional headers' targets exist.
 
 #include <array>
+#include <span>
 #include <sstream>
 #include <vector>
 
@@ -56,6 +57,9 @@
 #endif
 #ifdef TBATCH_STRICT_WITH_MPI
 #include "tbatch/mpi.hpp"
+#endif
+#ifdef TBATCH_STRICT_WITH_DLPACK
+#include "tbatch/dlpack.hpp"
 #endif
 
 // The tbatch::compiled instantiations, as src/compiled.cpp defines them.
@@ -125,6 +129,26 @@ void tensor_calls() {
   (void)(x != cx);
   std::ostringstream out;
   out << x;
+
+  // Borrowed memory, lists of views and casts.
+  std::array<T, 6> buffer{};
+  (void)Tensor<T>::borrow(buffer.data(), Shape{2, 3});
+  (void)Tensor<T>::borrow(buffer.data() + 5, Shape{2, 3}, Strides{-3, -1}, nullptr);
+  (void)Tensor<T>::borrow(std::span<T>(buffer.data(), buffer.size()), Shape{3, 2});
+  Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> m(2, 2);
+  (void)borrow_eigen(m);
+  const std::array<StridedView<const T>, 2> views{eigen_view(m), cx.view()};
+  (void)list_to_padded(views, zero);
+  (void)list_to_packed(views);
+  (void)list_to_packed_into(std::vector<StridedView<T>>{x.view()}, Tensor<T>({2, 3}, zero));
+  (void)x.template cast<float>();
+  (void)x.template cast<bool>();
+  (void)x.template cast<Eigen::half>();
+  (void)x.template cast<std::int64_t>();
+#ifdef TBATCH_STRICT_WITH_DLPACK
+  (void)from_dlpack<T>(to_dlpack(x));
+  (void)any_from_dlpack(to_dlpack(AnyTensor(x)));
+#endif
 
   // Indexing: every kind of index, read, written and filled.
   const Tensor<index_t> positions({2}, std::vector<index_t>{0, 1});
@@ -228,6 +252,15 @@ void tensor_calls() {
   (void)io::get<PackedBatch<T>>(file, "packed");
   (void)io::get<ExactBatch<T>>(file, "exact");
 #endif
+
+#ifdef TBATCH_STRICT_WITH_DLPACK
+  (void)from_dlpack<PaddedBatch<T>>(to_dlpack(padded_batch));
+  (void)from_dlpack<PackedBatch<T>>(to_dlpack(packed));
+  (void)from_dlpack<ExactBatch<T>>(to_dlpack(exact));
+#endif
+  (void)padded_batch.template cast<double>();
+  (void)packed.template cast<std::int32_t>();
+  (void)exact.template cast<Eigen::bfloat16>();
 
 #ifdef TBATCH_STRICT_WITH_MPI
   MPI_Comm comm = MPI_COMM_WORLD;

@@ -247,7 +247,7 @@ PaddedBatch<T> padded_into_from_list(const std::vector<Item>& list_in, T padding
     fail<ShapeError>("list_to_padded_into", "out has shape ", out.shape(), " but ", batch,
                      " tensors of rank ", list.empty() ? 0 : list[0].dim(), " need shape (", batch,
                      ", max_shape..., ", list.empty() ? 0 : list[0].size(-1), ")");
-  for (index_t i = 0; i < batch; ++i)
+  for (std::size_t i = 0; i < list.size(); ++i)
     for (index_t d = 0; d + 1 < list[i].dim(); ++d)
       if (list[i].size(d) > out.size(d + 1))
         fail<ShapeError>("list_to_padded_into", "out has size ", out.size(d + 1), " at dim ", d + 1,
