@@ -69,20 +69,56 @@ StridedView<const T> element_view(const StridedView<T>& element) {
   return StridedView<const T>(element);
 }
 
+/// True when an element of `shape` fills the start of its slot in a padded tensor of
+/// `padded_shape` (B, max..., last_dim) as one run: its dims after the first are the slot's.
+/// Always so for rank-2 elements (rows of last_dim).
+inline bool fills_slot_prefix(const Shape& shape, const Shape& padded_shape) {
+  for (std::size_t d = 1; d < shape.size(); ++d)
+    if (shape[d] != padded_shape[d + 1]) return false;
+  return true;
+}
+/// fills_slot_prefix for element i of a batch, from its shape_per_tensor row.
+inline bool fills_slot_prefix(const index_t* sizes, index_t columns, const Shape& padded_shape) {
+  for (index_t d = 1; d < columns; ++d)
+    if (sizes[d] != padded_shape[d + 1]) return false;
+  return true;
+}
+
+/// The many-small-elements path of the conversions: `n` elements copied to `out` as one run,
+/// then `padding` more elements (if any) set to `padding_value`. No view or layout is built,
+/// which is most of the cost of an element of a few rows.
+template <class T>
+void write_run(Stores stores, T* out, const T* in, index_t n, index_t padding = 0,
+               T padding_value = T()) {
+  if (n > 0) copy_row_with(stores, out, in, n);
+  if (padding > 0) fill_row_with(stores, out + n, padding, padding_value);
+  if (stores == Stores::streaming) streaming_fence();
+}
+
 /// Writes `elements` (Tensor<T> or StridedView<const T>) into `out` (B, max..., last_dim): each
 /// element into its box, padding around it. `out` is validated by the caller to hold every
-/// element. The stores follow the whole output's size.
+/// element. The stores follow the whole output's size. A contiguous element that fills the
+/// start of its slot in a contiguous `out` is written as two runs; any other through views.
 template <class Item, class T>
 void write_padded(const std::vector<Item>& elements, Tensor<T>& out, T padding_value) {
   const StridedView<T> padded = out.view();
   const Stores stores = stores_for_output(out);
-  parallel_for(0, index_t(elements.size()), 1,
-               out.numel() * index_t(sizeof(T)) > parallel_min_bytes, [&](index_t i) {
-                 const Item& element = elements[static_cast<std::size_t>(i)];
-                 const StridedView<T> slot = padded.select(0, i);
-                 fill_padding(slot, element.shape(), padding_value, stores);
-                 copy_views(element_view(element), valid_box(slot, element.shape()), stores);
-               });
+  const bool dense = out.is_contiguous();
+  const index_t slot_size = elements.empty() ? 0 : out.numel() / index_t(elements.size());
+  T* const base = out.data();
+  parallel_for(
+      0, index_t(elements.size()), 1, out.numel() * index_t(sizeof(T)) > parallel_min_bytes,
+      [&](index_t i) {
+        const Item& element = elements[static_cast<std::size_t>(i)];
+        if (dense && element.is_contiguous() && fills_slot_prefix(element.shape(), out.shape())) {
+          const index_t n = element.numel();
+          write_run(stores, base + i * slot_size, element.data(), n, slot_size - n, padding_value);
+          return;
+        }
+        const StridedView<T> slot = padded.select(0, i);
+        fill_padding(slot, element.shape(), padding_value, stores);
+        copy_views(element_view(element), valid_box(slot, element.shape()), stores);
+      });
 }
 
 /// Rows of packed `out` that hold element `row_start`.. reshaped to `shape`.
@@ -96,16 +132,26 @@ StridedView<T> packed_rows(const StridedView<T>& out, index_t row_start, const S
   return out.narrow(0, row_start, leading.numel()).unflatten(0, sizes);
 }
 
+/// Writes `elements` into the rows of packed `out` that first_idx gives them; a contiguous
+/// element into a contiguous `out` as one run.
 template <class Item, class T>
 void write_packed(const std::vector<Item>& elements, const Tensor<index_t>& first_idx,
                   Tensor<T>& out) {
   const StridedView<T> packed = out.view();
   const Stores stores = stores_for_output(out);
+  const bool dense = out.is_contiguous();
+  T* const base = out.data();
+  const index_t row_length = out.size(-1);
   parallel_for(0, index_t(elements.size()), 1,
                out.numel() * index_t(sizeof(T)) > parallel_min_bytes, [&](index_t i) {
                  const Item& element = elements[static_cast<std::size_t>(i)];
-                 copy_views(element_view(element),
-                            packed_rows(packed, first_idx.data()[i], element.shape()), stores);
+                 const index_t row = first_idx.data()[i];
+                 if (dense && element.is_contiguous()) {
+                   write_run(stores, base + row * row_length, element.data(), element.numel());
+                   return;
+                 }
+                 copy_views(element_view(element), packed_rows(packed, row, element.shape()),
+                            stores);
                });
 }
 
@@ -150,6 +196,82 @@ PaddedBatch<T> padded_from_elements(const std::vector<Item>& elements,
                                     T padding_value) {
   write_padded(elements, out, padding_value);
   return PaddedBatch<T>(std::move(out), shape_per_tensor);
+}
+
+/// Element i of a padded or exact batch's data, when that data is contiguous and the element
+/// fills the start of its slot: its first element and count. Otherwise null.
+template <class T>
+std::pair<const T*, index_t> slot_run(const Tensor<T>& data,
+                                      const Tensor<index_t>& shape_per_tensor, index_t i,
+                                      index_t slot_size) {
+  const index_t columns = shape_per_tensor.size(1);
+  const index_t* sizes = shape_per_tensor.data() + i * columns;
+  if (!fills_slot_prefix(sizes, columns, data.shape())) return {nullptr, 0};
+  index_t rows = 1;
+  for (index_t d = 0; d < columns; ++d)
+    rows *= sizes[d];
+  return {data.data() + i * slot_size, rows * data.size(-1)};
+}
+
+/// The elements of a padded or exact batch into the rows of packed `out`: one run per element
+/// when the data is contiguous and the element fills the start of its slot, else through views.
+template <class B, class T>
+void write_packed_from_batch(const B& batch, const Tensor<index_t>& first_idx, Tensor<T>& out) {
+  const Tensor<T>& data = batch.data();
+  const Tensor<index_t>& shape_per_tensor = batch.shape_per_tensor();
+  const Stores stores = stores_for_output(out);
+  const bool dense = data.is_contiguous();
+  const index_t slot_size = batch.batch_size() == 0 ? 0 : data.numel() / batch.batch_size();
+  parallel_for(0, batch.batch_size(), 1, out.numel() * index_t(sizeof(T)) > parallel_min_bytes,
+               [&](index_t i) {
+                 const index_t row = first_idx.data()[i];
+                 if (dense) {
+                   const auto [in, n] = slot_run(data, shape_per_tensor, i, slot_size);
+                   if (in != nullptr) {
+                     write_run(stores, out.data() + row * out.size(1), in, n);
+                     return;
+                   }
+                 }
+                 const Tensor<T> element = batch.element(i);
+                 copy_views(element.view(), packed_rows(out.view(), row, element.shape()), stores);
+               });
+}
+
+/// The elements of any batch into padded `out` (contiguous, validated to hold them): one run
+/// and its padding per element when the batch's data is contiguous and the element's rows fill
+/// the start of its slot in `out` (and of its own slot, for padded input), else through views.
+template <class B, class T>
+void write_padded_from_batch(const B& batch, const Tensor<index_t>& shape_per_tensor,
+                             Tensor<T>& out, T padding_value) {
+  const Tensor<T>& data = batch.data();
+  const Stores stores = stores_for_output(out);
+  const bool dense = data.is_contiguous();
+  const index_t batch_size = batch.batch_size();
+  const index_t slot_size = batch_size == 0 ? 0 : out.numel() / batch_size;
+  const index_t slot_in = batch_size == 0 ? 0 : data.numel() / batch_size;
+  const index_t columns = shape_per_tensor.size(1);
+  parallel_for(
+      0, batch_size, 1, out.numel() * index_t(sizeof(T)) > parallel_min_bytes, [&](index_t i) {
+        if (dense &&
+            fills_slot_prefix(shape_per_tensor.data() + i * columns, columns, out.shape())) {
+          std::pair<const T*, index_t> run;
+          if constexpr (std::is_same_v<B, PackedBatch<T>>) {
+            const index_t* first = batch.first_idx().data();
+            run = {data.data() + first[i] * data.size(1), (first[i + 1] - first[i]) * data.size(1)};
+          } else {
+            run = slot_run(data, shape_per_tensor, i, slot_in);
+          }
+          if (run.first != nullptr) {
+            write_run(stores, out.data() + i * slot_size, run.first, run.second,
+                      slot_size - run.second, padding_value);
+            return;
+          }
+        }
+        const Tensor<T> element = batch.element(i);
+        const StridedView<T> slot = out.view().select(0, i);
+        fill_padding(slot, element.shape(), padding_value, stores);
+        copy_views(element.view(), valid_box(slot, element.shape()), stores);
+      });
 }
 
 /// The element type of a list item: Tensor<T>, StridedView<T> or StridedView<const T> give T.
@@ -398,7 +520,7 @@ PackedBatch<typename B::value_type> to_packed(const B& batch) {
             shape_per_tensor, first_idx);
     }
     Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[batch.batch_size()], batch.last_dim()});
-    detail::write_packed(batch.to_list(), first_idx, out);
+    detail::write_packed_from_batch(batch, first_idx, out);
     return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
   }
 }
@@ -417,8 +539,8 @@ PaddedBatch<typename B::value_type> to_padded(const B& batch, typename B::value_
   }
   Tensor<T> out = Tensor<T>::empty(detail::batched_shape(
       batch.batch_size(), fill_max_shape(shape_per_tensor, max_shape), batch.last_dim()));
-  return detail::padded_from_elements(batch.to_list(), shape_per_tensor, std::move(out),
-                                      padding_value);
+  detail::write_padded_from_batch(batch, shape_per_tensor, out, padding_value);
+  return PaddedBatch<T>(std::move(out), shape_per_tensor);
 }
 
 /// Any batch whose elements all have one shape as an exact batch (B, element shape...): a view
