@@ -72,13 +72,13 @@ inline std::vector<std::string> formatted(const std::vector<double>& values) {
   cells.reserve(values.size());
   for (const double v : values) {
     if (std::isnan(v)) {
-      cells.emplace_back("nan");  // never "-nan"
+      cells.push_back(std::string("nan"));  // never "-nan"
     } else if (std::isinf(v)) {
-      cells.emplace_back(v > 0 ? "inf" : "-inf");
+      cells.push_back(std::string(v > 0 ? "inf" : "-inf"));
     } else {
       char buffer[32];  // fixed formats only meet magnitudes <= 1e8
       const int length = std::snprintf(buffer, sizeof buffer, format, v);
-      cells.emplace_back(buffer, static_cast<std::size_t>(length));
+      cells.push_back(std::string(buffer, static_cast<std::size_t>(length)));
     }
   }
   return cells;
@@ -101,7 +101,7 @@ inline std::vector<std::string> formatted(const std::vector<bool>& values) {
   std::vector<std::string> cells;
   cells.reserve(values.size());
   for (const bool v : values)
-    cells.emplace_back(v ? "true" : "false");
+    cells.push_back(std::string(v ? "true" : "false"));
   return cells;
 }
 
@@ -128,9 +128,13 @@ inline void append_block(std::string& text, const PrintedTensor& t, std::size_t 
   }
   // As torch: inner dims on one line, then one line per row and a blank line per extra dim.
   const std::size_t dims_below = t.shape.size() - dim - 1;
-  const std::string separator =
-      dims_below == 0 ? std::string(", ")
-                      : "," + std::string(dims_below, '\n') + std::string(column + dim + 1, ' ');
+  std::string separator = ",";
+  if (dims_below == 0) {
+    separator += ' ';
+  } else {
+    separator.append(dims_below, '\n');
+    separator.append(column + dim + 1, ' ');
+  }
   const index_t size = t.shape[dim];
   text += '[';
   for (index_t i = 0; i < size; ++i) {
@@ -162,7 +166,7 @@ inline void append_tensor(std::string& text, const PrintedTensor& t, std::string
   text += ", shape=";
   append_shape(text, t.shape);
   text += ", dtype=";
-  text += dtype;
+  text.append(dtype.data(), dtype.size());
   text += ')';
 }
 
@@ -171,21 +175,21 @@ inline void append_field(std::string& text, std::size_t indent, std::string_view
                          const PrintedTensor& t) {
   text += ",\n";
   text.append(indent, ' ');
-  text += name;
+  text.append(name.data(), name.size());
   text += '=';
   append_values(text, t, indent + name.size() + 1);
 }
 
 /// "<name>(batch_size=B, data_shape=[...], dtype=...": the first line of a batch's text.
-inline std::string batch_header(std::string_view name, index_t batch_size, const Shape& data_shape,
+inline std::string batch_header(const char* name, index_t batch_size, const Shape& data_shape,
                                 std::string_view dtype) {
-  std::string text(name);
+  std::string text = name;
   text += "(batch_size=";
   text += std::to_string(batch_size);
   text += ", data_shape=";
   append_shape(text, data_shape);
   text += ", dtype=";
-  text += dtype;
+  text.append(dtype.data(), dtype.size());
   return text;
 }
 

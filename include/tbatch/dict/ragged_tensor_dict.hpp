@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -256,7 +257,8 @@ class RaggedTensorDict {
         continue;
       }
       const Entry& entry = *item.tensor;
-      text += dtype_name(entry.data.dtype());
+      const std::string_view dtype = dtype_name(entry.data.dtype());
+      text.append(dtype.data(), dtype.size());
       if (entry.ragged) {
         text += ", ragged, element_shapes=";
         append_element_shapes(text, entry);
