@@ -242,6 +242,8 @@ void tensor_calls() {
   (void)ragged.to_padded<T>("x", zero);
   (void)ragged.to_packed<T>("x");
   (void)ragged.to_list<T>("x");
+  std::ostringstream printed;
+  printed << padded_batch << packed << exact << ragged << AnyTensor(x);
 
 #ifdef TBATCH_STRICT_WITH_IO
   io::TensorFile file;

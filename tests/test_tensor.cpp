@@ -87,19 +87,21 @@ TEST_CASE("allclose and == treat floating point as torch does", "[tensor]") {
   CHECK(!allclose(nan, nan));
 }
 
-TEST_CASE("operator<< prints numpy-like text and elides large tensors", "[tensor]") {
+TEST_CASE("operator<< prints torch-like text and elides large tensors", "[tensor]") {
   std::ostringstream small;
   small << Tensor<std::int32_t>({2, 2}, {1, 2, 3, 4});
   CHECK(small.str() == "tensor([[1, 2],\n        [3, 4]], shape=[2, 2], dtype=int32)");
   std::ostringstream flags;
   flags << Tensor<bool>({2}, std::vector<bool>{true, false});
-  CHECK(flags.str() == "tensor([true, false], shape=[2], dtype=bool)");
+  CHECK(flags.str() == "tensor([ true, false], shape=[2], dtype=bool)");
   std::ostringstream bytes;
   bytes << Tensor<std::int8_t>({2}, {-3, 65});
   CHECK(bytes.str() == "tensor([-3, 65], shape=[2], dtype=int8)");
   std::ostringstream big;
   big << Tensor<double>::arange(5000);
-  CHECK(big.str() == "tensor([0, 1, 2, ..., 4997, 4998, 4999], shape=[5000], dtype=float64)");
+  CHECK(big.str() ==
+        "tensor([0.0000e+00, 1.0000e+00, 2.0000e+00, ..., 4.9970e+03, 4.9980e+03, 4.9990e+03], "
+        "shape=[5000], dtype=float64)");
 }
 
 TEMPLATE_TEST_CASE("Eigen interop: flat, matrix and from_eigen", "[tensor][eigen]", float, double,

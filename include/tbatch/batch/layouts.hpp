@@ -4,6 +4,8 @@
 
 #include <concepts>
 #include <cstddef>
+#include <ostream>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -322,6 +324,38 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
   Tensor<index_t> shape_per_tensor_;
   Tensor<index_t> first_idx_;
 };
+
+/// "ExactBatch(batch_size=B, data_shape=[...], dtype=...,\n  data=<values>)", the values as a
+/// Tensor prints them.
+template <class T>
+std::ostream& operator<<(std::ostream& out, const ExactBatch<T>& batch) {
+  std::string text = detail::batch_header("ExactBatch", batch.batch_size(), batch.data().shape(),
+                                          dtype_name_of<T>);
+  detail::append_field(text, 2, "data", detail::printed(batch.data()));
+  text += ')';
+  return detail::write_text(out, text);
+}
+/// The ExactBatch text with a shape_per_tensor line before the data.
+template <class T>
+std::ostream& operator<<(std::ostream& out, const PaddedBatch<T>& batch) {
+  std::string text = detail::batch_header("PaddedBatch", batch.batch_size(), batch.data().shape(),
+                                          dtype_name_of<T>);
+  detail::append_field(text, 2, "shape_per_tensor", detail::printed(batch.shape_per_tensor()));
+  detail::append_field(text, 2, "data", detail::printed(batch.data()));
+  text += ')';
+  return detail::write_text(out, text);
+}
+/// The ExactBatch text with shape_per_tensor and first_idx lines before the data.
+template <class T>
+std::ostream& operator<<(std::ostream& out, const PackedBatch<T>& batch) {
+  std::string text = detail::batch_header("PackedBatch", batch.batch_size(), batch.data().shape(),
+                                          dtype_name_of<T>);
+  detail::append_field(text, 2, "shape_per_tensor", detail::printed(batch.shape_per_tensor()));
+  detail::append_field(text, 2, "first_idx", detail::printed(batch.first_idx()));
+  detail::append_field(text, 2, "data", detail::printed(batch.data()));
+  text += ')';
+  return detail::write_text(out, text);
+}
 
 }  // namespace tbatch
 

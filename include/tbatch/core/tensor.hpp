@@ -17,6 +17,7 @@
 #include "tbatch/core/errors.hpp"
 #include "tbatch/core/shape.hpp"
 #include "tbatch/core/storage.hpp"
+#include "tbatch/detail/tensor_text.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/index_types.hpp"
 #include "tbatch/view/layout.hpp"
@@ -354,38 +355,15 @@ bool allclose(const Tensor<T>& a, const Tensor<T>& b, double rtol = 1e-5, double
 }
 
 namespace detail {
-inline constexpr index_t print_threshold = 1000;  // elide above this many elements, as numpy
-inline constexpr index_t print_edge = 3;          // elements kept at each end of an elided dim
-
+/// The elements `t` prints, formatted (detail/tensor_text.hpp); only this part depends on T.
 template <class T>
-void print_block(std::ostream& out, const StridedView<const T>& v, bool elide, int indent) {
-  if (v.dim() == 0) {
-    if constexpr (std::is_same_v<T, bool>)
-      out << (*v.data() ? "true" : "false");
-    else
-      out << widen(*v.data());
-    return;
-  }
-  const index_t n = v.size(0);
-  const std::string margin(static_cast<std::size_t>(indent) + 1, ' ');
-  out << '[';
-  for (index_t i = 0; i < n; ++i) {
-    if (elide && n > 2 * print_edge && i == print_edge) {
-      out << "...";
-      i = n - print_edge - 1;
-      out << (v.dim() > 1 ? ",\n" + margin : ", ");
-      continue;
-    }
-    print_block(out, v.select(0, i), elide, indent + 1);
-    if (i + 1 < n) {
-      out << ',';
-      if (v.dim() > 1)
-        out << std::string(static_cast<std::size_t>(v.dim() - 1), '\n') << margin;
-      else
-        out << ' ';
-    }
-  }
-  out << ']';
+PrintedTensor printed(const Tensor<T>& t) {
+  // Floats of every width print as double, integers as int64 / uint64.
+  using Printed = std::conditional_t<FloatingElement<T>, double, decltype(widen(T{}))>;
+  std::vector<Printed> values;
+  for (const index_t offset : printed_offsets(t.shape(), t.strides(), t.offset()))
+    values.push_back(static_cast<Printed>(widen(t.element_pointer()[offset])));
+  return {t.shape(), formatted(values)};
 }
 }  // namespace detail
 
@@ -409,12 +387,13 @@ StridedView<const T> unaliased(const StridedView<const T>& input, const StridedV
 
 }  // namespace detail
 
-/// numpy-like text: "tensor([[1, 2], [3, 4]], dtype=int32)"; large tensors are elided.
+/// torch-like text, "tensor([[1., 2.],\n        [3., 4.]], shape=[2, 2], dtype=float32)"; more
+/// than 1000 elements are elided. The stream's precision and flags play no part.
 template <class T>
 std::ostream& operator<<(std::ostream& out, const Tensor<T>& t) {
-  out << "tensor(";
-  detail::print_block(out, t.view(), t.numel() > detail::print_threshold, 7);
-  return out << ", shape=" << t.shape() << ", dtype=" << dtype_name_of<T> << ')';
+  std::string text;
+  detail::append_tensor(text, detail::printed(t), dtype_name_of<T>);
+  return detail::write_text(out, text);
 }
 
 }  // namespace tbatch

@@ -6,7 +6,9 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "tbatch/core/errors.hpp"
 #include "tbatch/core/shape.hpp"
 #include "tbatch/core/tensor.hpp"
+#include "tbatch/detail/tensor_text.hpp"
 #include "tbatch/dict/any_tensor.hpp"
 #include "tbatch/dict/keys.hpp"
 #include "tbatch/dict/tensor_dict.hpp"
@@ -153,6 +156,20 @@ class RaggedTensorDict {
     return out;
   }
 
+  /// "RaggedTensorDict(batch_size=[...], layout=...," then per entry "key: dtype, shape=[...],"
+  /// (dense) or "key: dtype, ragged, element_shapes=[...], data_shape=[...]," (ragged) and the
+  /// stored data below it; nested RaggedTensorDicts are indented by 2.
+  // A template so that only programs that print a RaggedTensorDict compile the twelve printers.
+  template <class Char, class Traits>
+  friend std::basic_ostream<Char, Traits>& operator<<(std::basic_ostream<Char, Traits>& out,
+                                                      const RaggedTensorDict& dict) {
+    std::string text;
+    dict.append_text(text, 0, [](const AnyTensor& data) {
+      return data.visit([](const auto& tensor) { return detail::printed(tensor); });
+    });
+    return detail::write_text(out, text);
+  }
+
  private:
   friend class TensorDict;
   friend struct io::detail::RaggedAccess;
@@ -222,6 +239,52 @@ class RaggedTensorDict {
                          : detail::padded_element(data, entry.shape_per_tensor, i);
     if (entry.unit_last_dim) element = layout::select(element, element.dim() - 1, 0);
     return entry.data.with_layout(std::move(element));
+  }
+
+  // `printed` comes from operator<<, so that this function instantiates no printer itself.
+  void append_text(std::string& text, std::size_t indent,
+                   detail::PrintedTensor (*printed)(const AnyTensor&)) const {
+    text += "RaggedTensorDict(batch_size=";
+    detail::append_sizes(text, batch_size_.data(), batch_size_.size());
+    text += layout_ == RaggedLayout::packed ? ", layout=packed" : ", layout=padded";
+    for (const Item& item : items_) {
+      text += ",\n";
+      text.append(indent + 2, ' ');
+      text += item.key;
+      text += ": ";
+      if (item.dict) {
+        item.dict->append_text(text, indent + 2, printed);
+        continue;
+      }
+      const Entry& entry = *item.tensor;
+      const std::string_view dtype = dtype_name(entry.data.dtype());
+      text.append(dtype.data(), dtype.size());
+      if (entry.ragged) {
+        text += ", ragged, element_shapes=";
+        append_element_shapes(text, entry);
+        text += ", data_shape=";
+      } else {
+        text += ", shape=";
+      }
+      detail::append_shape(text, entry.data.shape());
+      detail::append_field(text, indent + 4, "data", printed(entry.data));
+    }
+    text += ')';
+  }
+  /// The shapes of a ragged entry's tensors; elided as a tensor of as many sizes would be.
+  void append_element_shapes(std::string& text, const Entry& entry) const {
+    const index_t sizes = size() * element_of(entry, 0).dim();
+    const bool elide = sizes > detail::print_threshold && size() > 2 * detail::print_edge;
+    text += '[';
+    for (index_t i = 0; i < size(); ++i) {
+      if (i > 0) text += ", ";
+      if (elide && i == detail::print_edge) {
+        text += "..., ";
+        i = size() - detail::print_edge;
+      }
+      detail::append_shape(text, element_of(entry, i).shape());
+    }
+    text += ']';
   }
 
   /// Builds the stack of `parts` (keys, kinds and batch_dims checked here; `path` locates
