@@ -3,6 +3,7 @@
 // semantics). Every conversion allocates its output once, fills only the padding no element
 // overwrites, and copies each element with the view engine.
 
+#include <algorithm>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -87,12 +88,28 @@ inline bool fills_slot_prefix(const index_t* sizes, index_t columns, const Shape
 /// The many-small-elements path of the conversions: `n` elements copied to `out` as one run,
 /// then `padding` more elements (if any) set to `padding_value`. No view or layout is built,
 /// which is most of the cost of an element of a few rows.
+/// The caller orders streaming stores (for_each_element fences once per block).
 template <class T>
 void write_run(Stores stores, T* out, const T* in, index_t n, index_t padding = 0,
                T padding_value = T()) {
   if (n > 0) copy_row_with(stores, out, in, n);
   if (padding > 0) fill_row_with(stores, out + n, padding, padding_value);
-  if (stores == Stores::streaming) streaming_fence();
+}
+
+/// Calls body(i) for the `count` elements of a conversion writing `out`, in blocks of about
+/// 64 KiB of output (one task each with OpenMP above 1 MiB), and orders each block's streaming
+/// stores with one fence: a fence per element of a few rows costs more than its copy.
+template <class T, class Body>
+void for_each_element(index_t count, const Tensor<T>& out, Stores stores, Body&& body) {
+  const index_t bytes = out.numel() * index_t(sizeof(T));
+  const index_t per_element = count == 0 ? 1 : std::max<index_t>(1, bytes / count);
+  const index_t block = std::clamp<index_t>((index_t(64) << 10) / per_element, 1, 256);
+  parallel_for(0, count, block, bytes > parallel_min_bytes, [&](index_t start) {
+    const index_t end = std::min(start + block, count);
+    for (index_t i = start; i < end; ++i)
+      body(i);
+    if (stores == Stores::streaming) streaming_fence();
+  });
 }
 
 /// Writes `elements` (Tensor<T> or StridedView<const T>) into `out` (B, max..., last_dim): each
@@ -106,19 +123,17 @@ void write_padded(const std::vector<Item>& elements, Tensor<T>& out, T padding_v
   const bool dense = out.is_contiguous();
   const index_t slot_size = elements.empty() ? 0 : out.numel() / index_t(elements.size());
   T* const base = out.data();
-  parallel_for(
-      0, index_t(elements.size()), 1, out.numel() * index_t(sizeof(T)) > parallel_min_bytes,
-      [&](index_t i) {
-        const Item& element = elements[static_cast<std::size_t>(i)];
-        if (dense && element.is_contiguous() && fills_slot_prefix(element.shape(), out.shape())) {
-          const index_t n = element.numel();
-          write_run(stores, base + i * slot_size, element.data(), n, slot_size - n, padding_value);
-          return;
-        }
-        const StridedView<T> slot = padded.select(0, i);
-        fill_padding(slot, element.shape(), padding_value, stores);
-        copy_views(element_view(element), valid_box(slot, element.shape()), stores);
-      });
+  for_each_element(index_t(elements.size()), out, stores, [&](index_t i) {
+    const Item& element = elements[static_cast<std::size_t>(i)];
+    if (dense && element.is_contiguous() && fills_slot_prefix(element.shape(), out.shape())) {
+      const index_t n = element.numel();
+      write_run(stores, base + i * slot_size, element.data(), n, slot_size - n, padding_value);
+      return;
+    }
+    const StridedView<T> slot = padded.select(0, i);
+    fill_padding(slot, element.shape(), padding_value, stores);
+    copy_views(element_view(element), valid_box(slot, element.shape()), stores);
+  });
 }
 
 /// Rows of packed `out` that hold element `row_start`.. reshaped to `shape`.
@@ -142,31 +157,15 @@ void write_packed(const std::vector<Item>& elements, const Tensor<index_t>& firs
   const bool dense = out.is_contiguous();
   T* const base = out.data();
   const index_t row_length = out.size(-1);
-  parallel_for(0, index_t(elements.size()), 1,
-               out.numel() * index_t(sizeof(T)) > parallel_min_bytes, [&](index_t i) {
-                 const Item& element = elements[static_cast<std::size_t>(i)];
-                 const index_t row = first_idx.data()[i];
-                 if (dense && element.is_contiguous()) {
-                   write_run(stores, base + row * row_length, element.data(), element.numel());
-                   return;
-                 }
-                 copy_views(element_view(element), packed_rows(packed, row, element.shape()),
-                            stores);
-               });
-}
-
-/// Rows per element of a list of Tensor<T>, StridedView<const T> or AnyTensor (product of all
-/// dims but the last).
-template <class Item>
-Tensor<index_t> rows_per_tensor(const std::vector<Item>& list, const char* function) {
-  Tensor<index_t> rows = Tensor<index_t>::empty(Shape{static_cast<index_t>(list.size())});
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    index_t n = 1;
-    for (index_t d = 0; d + 1 < list[i].dim(); ++d)
-      n = checked_mul(n, list[i].size(d), function);
-    rows.data()[i] = n;
-  }
-  return rows;
+  for_each_element(index_t(elements.size()), out, stores, [&](index_t i) {
+    const Item& element = elements[static_cast<std::size_t>(i)];
+    const index_t row = first_idx.data()[i];
+    if (dense && element.is_contiguous()) {
+      write_run(stores, base + row * row_length, element.data(), element.numel());
+      return;
+    }
+    copy_views(element_view(element), packed_rows(packed, row, element.shape()), stores);
+  });
 }
 
 /// Stacks same-shaped tensors into (B, shape...); ShapeError naming the first that differs.
@@ -222,19 +221,18 @@ void write_packed_from_batch(const B& batch, const Tensor<index_t>& first_idx, T
   const Stores stores = stores_for_output(out);
   const bool dense = data.is_contiguous();
   const index_t slot_size = batch.batch_size() == 0 ? 0 : data.numel() / batch.batch_size();
-  parallel_for(0, batch.batch_size(), 1, out.numel() * index_t(sizeof(T)) > parallel_min_bytes,
-               [&](index_t i) {
-                 const index_t row = first_idx.data()[i];
-                 if (dense) {
-                   const auto [in, n] = slot_run(data, shape_per_tensor, i, slot_size);
-                   if (in != nullptr) {
-                     write_run(stores, out.data() + row * out.size(1), in, n);
-                     return;
-                   }
-                 }
-                 const Tensor<T> element = batch.element(i);
-                 copy_views(element.view(), packed_rows(out.view(), row, element.shape()), stores);
-               });
+  for_each_element(batch.batch_size(), out, stores, [&](index_t i) {
+    const index_t row = first_idx.data()[i];
+    if (dense) {
+      const auto [in, n] = slot_run(data, shape_per_tensor, i, slot_size);
+      if (in != nullptr) {
+        write_run(stores, out.data() + row * out.size(1), in, n);
+        return;
+      }
+    }
+    const Tensor<T> element = batch.element(i);
+    copy_views(element.view(), packed_rows(out.view(), row, element.shape()), stores);
+  });
 }
 
 /// The elements of any batch into padded `out` (contiguous, validated to hold them): one run
@@ -250,28 +248,26 @@ void write_padded_from_batch(const B& batch, const Tensor<index_t>& shape_per_te
   const index_t slot_size = batch_size == 0 ? 0 : out.numel() / batch_size;
   const index_t slot_in = batch_size == 0 ? 0 : data.numel() / batch_size;
   const index_t columns = shape_per_tensor.size(1);
-  parallel_for(
-      0, batch_size, 1, out.numel() * index_t(sizeof(T)) > parallel_min_bytes, [&](index_t i) {
-        if (dense &&
-            fills_slot_prefix(shape_per_tensor.data() + i * columns, columns, out.shape())) {
-          std::pair<const T*, index_t> run;
-          if constexpr (std::is_same_v<B, PackedBatch<T>>) {
-            const index_t* first = batch.first_idx().data();
-            run = {data.data() + first[i] * data.size(1), (first[i + 1] - first[i]) * data.size(1)};
-          } else {
-            run = slot_run(data, shape_per_tensor, i, slot_in);
-          }
-          if (run.first != nullptr) {
-            write_run(stores, out.data() + i * slot_size, run.first, run.second,
-                      slot_size - run.second, padding_value);
-            return;
-          }
-        }
-        const Tensor<T> element = batch.element(i);
-        const StridedView<T> slot = out.view().select(0, i);
-        fill_padding(slot, element.shape(), padding_value, stores);
-        copy_views(element.view(), valid_box(slot, element.shape()), stores);
-      });
+  for_each_element(batch_size, out, stores, [&](index_t i) {
+    if (dense && fills_slot_prefix(shape_per_tensor.data() + i * columns, columns, out.shape())) {
+      std::pair<const T*, index_t> run;
+      if constexpr (std::is_same_v<B, PackedBatch<T>>) {
+        const index_t* first = batch.first_idx().data();
+        run = {data.data() + first[i] * data.size(1), (first[i + 1] - first[i]) * data.size(1)};
+      } else {
+        run = slot_run(data, shape_per_tensor, i, slot_in);
+      }
+      if (run.first != nullptr) {
+        write_run(stores, out.data() + i * slot_size, run.first, run.second, slot_size - run.second,
+                  padding_value);
+        return;
+      }
+    }
+    const Tensor<T> element = batch.element(i);
+    const StridedView<T> slot = out.view().select(0, i);
+    fill_padding(slot, element.shape(), padding_value, stores);
+    copy_views(element.view(), valid_box(slot, element.shape()), stores);
+  });
 }
 
 /// The element type of a list item: Tensor<T>, StridedView<T> or StridedView<const T> give T.
@@ -383,7 +379,8 @@ PaddedBatch<T> padded_into_from_list(const std::vector<Item>& list_in, T padding
 template <class Item, class T = typename ListItem<Item>::value_type>
 PackedBatch<T> packed_from_list(const std::vector<Item>& list) {
   const Tensor<index_t> shape_per_tensor = shape_per_tensor_of(list, "list_to_packed");
-  const Tensor<index_t> first_idx = get_first_idx(rows_per_tensor(list, "list_to_packed"));
+  const Tensor<index_t> first_idx =
+      get_first_idx(rows_per_element(shape_per_tensor, "list_to_packed"));
   const index_t last_dim = list.empty() ? 0 : list[0].size(-1);
   Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[list.size()], last_dim});
   write_packed(list, first_idx, out);
@@ -397,7 +394,8 @@ PackedBatch<T> packed_into_from_list(const std::vector<Item>& list_in, Tensor<T>
   std::vector<Item> staging;
   std::vector<Tensor<T>> copies;
   const std::vector<Item>& list = unaliased(list_in, out.view(), staging, copies);
-  const Tensor<index_t> first_idx = get_first_idx(rows_per_tensor(list, "list_to_packed_into"));
+  const Tensor<index_t> first_idx =
+      get_first_idx(rows_per_element(shape_per_tensor, "list_to_packed_into"));
   const Shape needed{first_idx.data()[list.size()], list.empty() ? out.size(-1) : list[0].size(-1)};
   if (!(out.shape() == needed))
     fail<ShapeError>("list_to_packed_into", "out has shape ", out.shape(), " but the list needs ",
@@ -509,10 +507,8 @@ PackedBatch<typename B::value_type> to_packed(const B& batch) {
     return batch;
   } else {
     const Tensor<index_t> shape_per_tensor = batch.shape_per_tensor();
-    Tensor<index_t> rows = Tensor<index_t>::empty(Shape{batch.batch_size()});
-    for (index_t i = 0; i < batch.batch_size(); ++i)
-      rows.data()[i] = detail::rows_of(shape_per_tensor, i, "to_packed");
-    const Tensor<index_t> first_idx = get_first_idx(rows);
+    const Tensor<index_t> first_idx =
+        get_first_idx(detail::rows_per_element(shape_per_tensor, "to_packed"));
     if constexpr (std::is_same_v<B, ExactBatch<T>>) {
       if (batch.data().is_contiguous())
         return PackedBatch<T>(

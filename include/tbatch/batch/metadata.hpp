@@ -14,28 +14,6 @@ inline std::vector<index_t> leading_sizes(const Shape& shape) {
   return std::vector<index_t>(shape.begin(), shape.end() - 1);
 }
 
-/// Checks a list of tensors for what every batch layout needs: the same rank (>= 1) and the
-/// same last dim. The messages follow kaolin's.
-/// `Item` is Tensor<T> or AnyTensor: only shapes are read.
-template <class Item>
-void check_tensor_list(const std::vector<Item>& list, const char* function) {
-  if (list.empty()) return;
-  const index_t rank = list.front().dim();
-  if (rank < 1)
-    fail<ShapeError>(function,
-                     "expected tensors of rank >= 1 (the last dim is the element size) "
-                     "but got rank 0 at index 0");
-  const index_t last_dim = list.front().size(-1);
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    if (list[i].dim() != rank)
-      fail<ShapeError>(function, "expected all tensors to have ", rank, " dimensions but got ",
-                       list[i].dim(), " at index ", i);
-    if (list[i].size(-1) != last_dim)
-      fail<ShapeError>(function, "expected all tensors to have last dimension ", last_dim,
-                       " but got ", list[i].size(-1), " at index ", i);
-  }
-}
-
 /// Row i of a (B, k) shape_per_tensor as a Shape, with the last dim appended.
 inline Shape element_shape(const Tensor<index_t>& shape_per_tensor, index_t i, index_t last_dim) {
   Shape shape;
@@ -72,17 +50,43 @@ inline Tensor<index_t> checked_shape_per_tensor(const Tensor<index_t>& shape_per
   return dense;
 }
 
-/// get_shape_per_tensor for the public function `function`, whose name its errors carry.
+/// get_shape_per_tensor for the public function `function`, whose name its errors carry. One
+/// pass over the list (a list of many small tensors is larger than the cache): it also checks
+/// what every batch layout needs, the same rank (>= 1) and the same last dim, with kaolin's
+/// messages. `Item` is Tensor<T>, StridedView<const T> or AnyTensor: only shapes are read.
 template <class Item>
 Tensor<index_t> shape_per_tensor_of(const std::vector<Item>& list, const char* function) {
-  check_tensor_list(list, function);
-  const index_t batch = static_cast<index_t>(list.size());
-  const index_t columns = list.empty() ? 0 : list.front().dim() - 1;
-  Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch, columns});
-  for (index_t i = 0; i < batch; ++i)
+  const index_t rank = list.empty() ? 1 : list.front().dim();
+  if (rank < 1)
+    fail<ShapeError>(function,
+                     "expected tensors of rank >= 1 (the last dim is the element size) "
+                     "but got rank 0 at index 0");
+  const index_t last_dim = list.empty() ? 0 : list.front().shape()[rank - 1];
+  const index_t columns = list.empty() ? 0 : rank - 1;
+  Tensor<index_t> out = Tensor<index_t>::empty(Shape{static_cast<index_t>(list.size()), columns});
+  index_t* row = out.data();
+  for (std::size_t i = 0; i < list.size(); ++i, row += columns) {
+    const Shape& shape = list[i].shape();
+    if (index_t(shape.size()) != rank)
+      fail<ShapeError>(function, "expected all tensors to have ", rank, " dimensions but got ",
+                       shape.size(), " at index ", i);
+    if (shape[rank - 1] != last_dim)
+      fail<ShapeError>(function, "expected all tensors to have last dimension ", last_dim,
+                       " but got ", shape[rank - 1], " at index ", i);
     for (index_t d = 0; d < columns; ++d)
-      out.data()[i * columns + d] = list[static_cast<std::size_t>(i)].size(d);
+      row[d] = shape[d];
+  }
   return out;
+}
+
+/// Rows per element (product of each shape_per_tensor row), overflow-checked, shape (B).
+inline Tensor<index_t> rows_per_element(const Tensor<index_t>& shape_per_tensor,
+                                        const char* function) {
+  const index_t batch = shape_per_tensor.size(0);
+  Tensor<index_t> rows = Tensor<index_t>::empty(Shape{batch});
+  for (index_t i = 0; i < batch; ++i)
+    rows.data()[i] = rows_of(shape_per_tensor, i, function);
+  return rows;
 }
 
 }  // namespace detail

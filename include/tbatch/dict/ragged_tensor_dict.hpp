@@ -391,7 +391,7 @@ class RaggedTensorDict {
     const index_t last_dim = elements[0].size(-1);
     entry.shape_per_tensor = detail::shape_per_tensor_of(elements, fn);
     if (layout == RaggedLayout::packed) {
-      entry.first_idx = get_first_idx(detail::rows_per_tensor(elements, fn));
+      entry.first_idx = get_first_idx(detail::rows_per_element(entry.shape_per_tensor, fn));
       entry.data = AnyTensor::empty(head.dtype(), Shape{entry.first_idx(batch), last_dim});
     } else {
       entry.data = AnyTensor::zeros(
