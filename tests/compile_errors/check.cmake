@@ -1,0 +1,20 @@
+# ctest compile_errors.<case>: compiles SOURCE (syntax only) and passes when the compiler rejects
+# it with the message its "// expect:" line names, the one hint tbatch promises for that mistake.
+file(STRINGS ${SOURCE} expect_line REGEX "^// expect: ")
+string(REGEX REPLACE "^// expect: " "" expected "${expect_line}")
+if(expected STREQUAL "")
+  message(FATAL_ERROR "${SOURCE} has no '// expect:' line")
+endif()
+set(include_args)
+foreach(dir IN LISTS INCLUDES)
+  list(APPEND include_args -I${dir})
+endforeach()
+execute_process(COMMAND ${CXX} -std=c++20 -fsyntax-only ${include_args} ${SOURCE}
+                RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(result EQUAL 0)
+  message(FATAL_ERROR "${SOURCE} compiled; expected the error '${expected}'")
+endif()
+string(FIND "${out}" "${expected}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "${SOURCE} failed without '${expected}':\n${out}")
+endif()
