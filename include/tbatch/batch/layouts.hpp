@@ -69,12 +69,10 @@ Tensor<T> checked_batch_data(Tensor<T> data, const char* function) {
   return data;
 }
 
-/// The element interface derived from element(i): shape_of and to_list.
+/// The element interface derived from element(i): to_list.
 template <class Derived>
 class ElementMethods {
  public:
-  /// Full shape of element i (its sizes and the last dim). IndexError unless 0 <= i < B.
-  Shape shape_of(index_t i) const { return self().element(i).shape(); }
   /// Views of every element (B tensors), sharing the batch's storage; nothing is copied.
   auto to_list() const {
     std::vector<decltype(self().element(0))> out;
@@ -121,6 +119,11 @@ class ExactBatch : public detail::ElementMethods<ExactBatch<T>> {
   Tensor<T> element(index_t i) const {
     detail::check_element_index(i, batch_size(), "ExactBatch::element");
     return data_.select(0, i);
+  }
+  /// Full shape of element i (its sizes and the last dim). IndexError unless 0 <= i < B.
+  Shape shape_of(index_t i) const {
+    detail::check_element_index(i, batch_size(), "ExactBatch::shape_of");
+    return Shape(data_.shape().begin() + 1, data_.shape().end());
   }
   /// The batch with its data converted to U as Tensor::cast does (a copy); the metadata is
   /// shared.
@@ -178,6 +181,12 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
   Tensor<T> element(index_t i) const {
     detail::check_element_index(i, batch_size(), "PaddedBatch::element");
     return data_.with_layout(detail::padded_element(data_.layout(), shape_per_tensor_, i));
+  }
+  /// Full shape of element i, read from shape_per_tensor (no view is made). IndexError unless
+  /// 0 <= i < B.
+  Shape shape_of(index_t i) const {
+    detail::check_element_index(i, batch_size(), "PaddedBatch::shape_of");
+    return detail::element_shape(shape_per_tensor_, i, last_dim());
   }
 
   /// True where an element has data: a new Tensor<bool> of data's shape without the last dim,
@@ -281,6 +290,12 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
     detail::check_element_index(i, batch_size(), "PackedBatch::element");
     return data_.with_layout(
         detail::packed_element(data_.layout(), shape_per_tensor_, first_idx_, i));
+  }
+  /// Full shape of element i, read from shape_per_tensor (no view is made). IndexError unless
+  /// 0 <= i < B.
+  Shape shape_of(index_t i) const {
+    detail::check_element_index(i, batch_size(), "PackedBatch::shape_of");
+    return detail::element_shape(shape_per_tensor_, i, last_dim());
   }
 
   /// Structured bindings: auto [packed, shape_per_tensor, first_idx] = list_to_packed(...).
