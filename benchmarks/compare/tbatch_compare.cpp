@@ -24,6 +24,10 @@
 // stores; --streaming-min-bytes N changes that (a huge N: never), to measure what they bring.
 // glibc's memcpy, the memory-limit column, streams only above its own, larger threshold.
 //
+// Cost curves (--curves DIR): the four conversions over the batch size and over the element
+// size, and pad, scatter, segment_reduce and space_to_batch_nd over the total bytes, each point
+// measured like a row (one thread), written as CSV files for make_report.sh's log-log charts.
+//
 // Threads: torch::set_num_threads(1) and Eigen Tensor without a thread pool, so every row is
 // single-threaded, except the rows marked "2 threads" (tbatch built with TBATCH_OPENMP, and
 // torch::set_num_threads(2)), which run only when tbatch has OpenMP and with --threads 2.
@@ -73,6 +77,7 @@ struct Options {
   bool system_malloc = false;
   int threads = 1;  // 2: also run the 2-thread rows
   std::string csv, md, filter;
+  std::string curves_dir;  // set: write the cost curves there instead of the table
 };
 Options options;
 int current_threads = 1;  // of the workload being set up (its checks run with as many threads)
@@ -154,19 +159,27 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-std::vector<double> measure(const std::vector<const std::function<void()>*>& fns) {
+/// Medians of interleaved rounds; with a round budget, only as many rounds (at least one) as fit
+/// in it, so that the largest curve points do not take minutes.
+std::vector<double> measure(const std::vector<const std::function<void()>*>& fns,
+                            double round_budget_s) {
   const std::size_t n = fns.size();
   std::vector<long> calls(n, 1);
   constexpr double min_sample_s = 2e-3;
+  double round_s = 0;
   for (std::size_t k = 0; k < n; ++k) {
     (*fns[k])();  // warm-up (first touch, caches, lazy init)
     const double t = seconds_of(*fns[k], 1);
     if (t < min_sample_s) {
       const double t2 = seconds_of(*fns[k], std::max(1L, long(min_sample_s / 10 / t)));
       calls[k] = std::max(1L, long(std::ceil(min_sample_s / std::max(t2, 1e-9))));
+      round_s += min_sample_s;
+    } else {
+      round_s += t;
     }
   }
-  const int reps = options.quick ? std::min(options.reps, 3) : options.reps;
+  int reps = options.quick ? std::min(options.reps, 3) : options.reps;
+  if (round_s * reps > round_budget_s) reps = std::max(1, int(round_budget_s / round_s));
   std::vector<std::vector<double>> samples(n);
   for (int r = 0; r < reps; ++r)
     for (std::size_t i = 0; i < n; ++i) {
@@ -179,9 +192,7 @@ std::vector<double> measure(const std::vector<const std::function<void()>*>& fns
   return medians;
 }
 
-void run_row(Row row) {
-  if (!options.filter.empty() && row.op.find(options.filter) == std::string::npos) return;
-  if (row.threads > options.threads) return;
+Result measure_row(Row row, double round_budget_s = INFINITY) {
   set_threads(row.threads);
   const std::size_t half = std::size_t(row.bytes / 2);
   std::function<void()> copy = [half] {
@@ -196,7 +207,7 @@ void run_row(Row row) {
     fns.push_back(&c.run);
   if (half > 0) fns.push_back(&copy);
   const double load = load_average();
-  const std::vector<double> m = measure(fns);
+  const std::vector<double> m = measure(fns, round_budget_s);
   Result res;
   res.load = load;
   res.tbatch_s = m[0];
@@ -217,12 +228,21 @@ void run_row(Row row) {
   }
   res.memcpy_s = half > 0 ? m[k] : NAN;
   res.row = std::move(row);
-  std::fprintf(stderr,
-               "  %-34s tbatch %10.1f us  torch %10.1f us  eigen %10.1f us  memcpy %10.1f us\n",
-               res.row.op.c_str(), res.tbatch_s * 1e6, res.torch_s * 1e6, res.eigen_s * 1e6,
-               res.memcpy_s * 1e6);
+  std::fprintf(
+      stderr,
+      "  %-34s %-30s tbatch %10.1f us  torch %10.1f us  eigen %10.1f us  memcpy %10.1f us\n",
+      res.row.op.c_str(), res.row.shape.c_str(), res.tbatch_s * 1e6, res.torch_s * 1e6,
+      res.eigen_s * 1e6, res.memcpy_s * 1e6);
   set_threads(current_threads);
-  results.push_back(std::move(res));
+  return res;
+}
+
+void run_row(Row row) {
+  if (!options.filter.empty() && row.op.find(options.filter) == std::string::npos) return;
+  if (row.threads > options.threads) return;
+  // Rows under 1 MB measure per-call overhead, not bandwidth: no memcpy column.
+  if (row.bytes < 1e6) row.bytes = 0;
+  results.push_back(measure_row(std::move(row)));
 }
 
 // ------------------------------------------------------------------ checks
@@ -269,7 +289,9 @@ Tensor<float> random_tensor(const Shape& shape, unsigned seed) {
   return t;
 }
 
-void conversions(const std::string& tag, const std::vector<Tensor<float>>& list, int threads) {
+/// The conversion rows of one list, each handed to `sink` (the table's run_row, or a curve).
+void conversions(const std::string& tag, const std::vector<Tensor<float>>& list, int threads,
+                 const std::function<void(Row)>& sink = run_row) {
   namespace rnn = torch::nn::utils::rnn;
   const std::string suffix = threads > 1 ? " (2 threads)" : "";
   index_t rows = 0, max_rows = 0;
@@ -333,18 +355,17 @@ void conversions(const std::string& tag, const std::vector<Tensor<float>>& list,
               torch_split_pad());
   expect_same("packed_to_padded", padded_batch.data(), torch_packed_loop());
 
-  const bool big = valid > 1e6;  // tiny rows measure per-call overhead, not bandwidth
   Row r;
   r.shape = shape;
-  r.streaming = big;
+  r.streaming = valid > 1e6;
   r.threads = threads;
 
   r.op = "list_to_padded" + suffix;
-  r.bytes = big ? valid + padded : 0;
+  r.bytes = valid + padded;
   r.tbatch = [&] { keep(tbatch::list_to_padded(list, 0.0f)); };
   r.torch = {{"pad_sequence(batch_first)", [&] { keep(torch_pad_sequence()); }},
              {"empty + per-element copy_/fill_", [&] { keep(torch_padded_loop()); }}};
-  run_row(r);
+  sink(r);
 
   // The same elements in buffers the caller owns (a sensor's frames, another library's
   // tensors): viewed in place, not copied into tbatch tensors first.
@@ -370,29 +391,29 @@ void conversions(const std::string& tag, const std::vector<Tensor<float>>& list,
   r.op = "list_to_padded from borrowed buffers" + suffix;
   r.tbatch = [&] { keep(tbatch::list_to_padded(borrowed_views(), 0.0f)); };
   r.torch = {{"from_blob + pad_sequence(batch_first)", [&] { keep(torch_from_blob_pad()); }}};
-  run_row(r);
+  sink(r);
 
   r.op = "list_to_packed" + suffix;
-  r.bytes = big ? 2 * valid : 0;
+  r.bytes = 2 * valid;
   r.tbatch = [&] { keep(tbatch::list_to_packed(list)); };
   r.torch = {{"cat(list, 0)", [&] { keep(torch_cat()); }}};
-  run_row(r);
+  sink(r);
 
   r.op = "padded_to_packed" + suffix;
-  r.bytes = big ? 2 * valid : 0;
+  r.bytes = 2 * valid;
   r.tbatch = [&] { keep(tbatch::padded_to_packed(padded_batch.data(), spt)); };
   r.torch = {{"cat of narrow(0, 0, n_i) views", [&] { keep(torch_unpad_cat()); }}};
-  run_row(r);
+  sink(r);
 
   r.op = "packed_to_padded" + suffix;
-  r.bytes = big ? valid + padded : 0;
+  r.bytes = valid + padded;
   r.tbatch = [&] {
     keep(tbatch::packed_to_padded(packed_batch.data(), packed_batch.shape_per_tensor(), first_idx,
                                   0.0f));
   };
   r.torch = {{"pad_sequence(split_with_sizes)", [&] { keep(torch_split_pad()); }},
              {"empty + per-element copy_/fill_", [&] { keep(torch_packed_loop()); }}};
-  run_row(r);
+  sink(r);
 }
 
 std::vector<Tensor<float>> point_sets(index_t n, index_t max_rows, index_t last_dim,
@@ -403,6 +424,31 @@ std::vector<Tensor<float>> point_sets(index_t n, index_t max_rows, index_t last_
   for (index_t i = 0; i < n; ++i)
     list.push_back(random_tensor(Shape{rows(rng), last_dim}, seed + unsigned(i)));
   return list;
+}
+
+/// n indices drawn uniformly from [0, bound).
+Tensor<index_t> random_index(index_t n, index_t bound, unsigned seed) {
+  Tensor<index_t> index = Tensor<index_t>::empty(Shape{n});
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<index_t> value(0, bound - 1);
+  for (index_t i = 0; i < n; ++i)
+    index.data()[i] = value(rng);
+  return index;
+}
+
+/// first_idx of `segments` segments of `rows` rows cut at random places (some empty).
+Tensor<index_t> random_first_idx(index_t rows, index_t segments, unsigned seed) {
+  Tensor<index_t> first_idx = Tensor<index_t>::empty(Shape{segments + 1});
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<index_t> cut(0, rows);
+  std::vector<index_t> cuts(std::size_t(segments - 1));
+  for (auto& c : cuts)
+    c = cut(rng);
+  std::sort(cuts.begin(), cuts.end());
+  first_idx.data()[0] = 0;
+  std::copy(cuts.begin(), cuts.end(), first_idx.data() + 1);
+  first_idx.data()[segments] = rows;
+  return first_idx;
 }
 
 void pad_rows(int threads) {
@@ -467,18 +513,14 @@ void pad_rows(int threads) {
 void scatter_rows() {
   constexpr index_t kUpdates = 1'000'000, kRows = 100'000, kCols = 16;
   const Tensor<float> updates = random_tensor(Shape{kUpdates, kCols}, 5);
-  Tensor<index_t> random_index = Tensor<index_t>::empty(Shape{kUpdates});
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<index_t> row(0, kRows - 1);
-  for (index_t i = 0; i < kUpdates; ++i)
-    random_index.data()[i] = row(rng);
-  Tensor<index_t> sorted_index = random_index.clone();
+  const Tensor<index_t> unsorted_index = random_index(kUpdates, kRows, 7);
+  Tensor<index_t> sorted_index = unsorted_index.clone();
   std::sort(sorted_index.data(), sorted_index.data() + kUpdates);
   const torch::Tensor tupdates = torch_view(updates);
   const double bytes = double(kUpdates * kCols * 4 + kUpdates * 8 + kRows * kCols * 4);
 
   for (bool sorted : {false, true}) {
-    const Tensor<index_t>& index = sorted ? sorted_index : random_index;
+    const Tensor<index_t>& index = sorted ? sorted_index : unsorted_index;
     const torch::Tensor tindex =
         torch::from_blob(const_cast<index_t*>(index.data()), {kUpdates}, torch::kInt64);
     const std::string order = sorted ? ", sorted" : ", random";
@@ -529,16 +571,7 @@ void scatter_rows() {
 void segment_rows() {
   constexpr index_t kRows = 1'000'000, kCols = 16, kSegments = 100'000;
   const Tensor<float> values = random_tensor(Shape{kRows, kCols}, 9);
-  Tensor<index_t> first_idx = Tensor<index_t>::empty(Shape{kSegments + 1});
-  std::mt19937 rng(11);
-  std::uniform_int_distribution<index_t> cut(0, kRows);
-  std::vector<index_t> cuts(kSegments - 1);
-  for (auto& c : cuts)
-    c = cut(rng);
-  std::sort(cuts.begin(), cuts.end());
-  first_idx.data()[0] = 0;
-  std::copy(cuts.begin(), cuts.end(), first_idx.data() + 1);
-  first_idx.data()[kSegments] = kRows;
+  Tensor<index_t> first_idx = random_first_idx(kRows, kSegments, 11);
   const torch::Tensor tvalues = torch_view(values);
   const torch::Tensor toffsets = torch::from_blob(first_idx.data(), {kSegments + 1}, torch::kInt64);
   expect_same("segment_reduce sum", tbatch::segment_reduce(values, first_idx, Reduce::sum),
@@ -725,6 +758,160 @@ void tensordict_rows() {
   run_row(r);
 }
 
+// ------------------------------------------------------------------ cost curves
+
+struct CurvePoint {
+  double x = 0;         // the curve's abscissa: B, mean rows per element, or bytes
+  double elements = 0;  // tensors in the batch (conversions); 0: not a per-element curve
+  Result result;
+};
+
+/// Each point gets as many interleaved rounds as fit in this, between 1 and --reps.
+constexpr double kCurveRoundBudgetS = 3.0;
+
+/// A sink for conversions() that measures its four conversions as points of `points`.
+std::function<void(Row)> curve_sink(std::vector<CurvePoint>& points, double x, double elements) {
+  return [&points, x, elements](Row row) {
+    static const std::array<std::string, 4> curved{"list_to_padded", "list_to_packed",
+                                                   "padded_to_packed", "packed_to_padded"};
+    if (std::find(curved.begin(), curved.end(), row.op) == curved.end()) return;
+    points.push_back({x, elements, measure_row(std::move(row), kCurveRoundBudgetS)});
+  };
+}
+
+/// Elements of U[1, 7] rows (4 on average) x 16 floats, B = 1 .. 1e6: per-element costs.
+std::vector<CurvePoint> conversions_over_batch() {
+  std::vector<CurvePoint> points;
+  for (index_t B = 1; B <= 1'000'000; B *= 10)
+    conversions("B " + std::to_string(B) + " x U[1,7] x 16 f32", point_sets(B, 7, 16, 42), 1,
+                curve_sink(points, double(B), double(B)));
+  return points;
+}
+
+/// 256 elements of U[1, 2m - 1] rows (m on average) x 16 floats, m = 1 .. 4096: bandwidth.
+std::vector<CurvePoint> conversions_over_size() {
+  constexpr index_t kBatch = 256;
+  std::vector<CurvePoint> points;
+  for (index_t mean_rows = 1; mean_rows <= 4096; mean_rows *= 4)
+    conversions("256 x U[1," + std::to_string(2 * mean_rows - 1) + "] x 16 f32",
+                point_sets(kBatch, 2 * mean_rows - 1, 16, 43), 1,
+                curve_sink(points, double(mean_rows), double(kBatch)));
+  return points;
+}
+
+/// Total traffic (bytes read + written) of the kernel curves: 4 KiB (in L1) .. 1 GiB, x4.
+std::vector<double> kernel_curve_bytes() {
+  std::vector<double> bytes;
+  for (double b = 4096; b <= double(1L << 30); b *= 4)
+    bytes.push_back(b);
+  return bytes;
+}
+
+/// pad, scatter, segment_reduce and space_to_batch_nd over kernel_curve_bytes().
+std::vector<CurvePoint> kernel_curves() {
+  std::vector<CurvePoint> points;
+  auto add = [&points](Row row) {
+    const double bytes = row.bytes;
+    points.push_back({bytes, 0, measure_row(std::move(row), kCurveRoundBudgetS)});
+  };
+  namespace F = torch::nn::functional;
+  constexpr index_t kCols = 16;  // scatter and segment_reduce rows: 16 floats, as in the table
+  for (double target : kernel_curve_bytes()) {
+    // pad constant, 1 on each side of H and W of n 30x30 images.
+    constexpr index_t kSide = 30;
+    const double image_bytes = double(kSide * kSide + (kSide + 2) * (kSide + 2)) * 4;
+    const Tensor<float> x = random_tensor(
+        Shape{std::max<index_t>(1, std::llround(target / image_bytes)), kSide, kSide}, 3);
+    const torch::Tensor tx = torch_view(x);
+    const std::vector<index_t> pad{1, 1, 1, 1};
+    const auto opts = F::PadFuncOptions({1, 1, 1, 1}).mode(torch::kConstant);
+    expect_same("pad constant", tbatch::pad(x, pad, PadMode::constant), F::pad(tx, opts));
+    Row r;
+    r.op = "pad constant";
+    r.shape = "(" + std::to_string(x.size(0)) + ",30,30) f32, 1 on H,W";
+    r.bytes = double(x.size(0)) * image_bytes;
+    r.tbatch = [&] { keep(tbatch::pad(x, pad, PadMode::constant)); };
+    r.torch = {{"nn::functional::pad", [&] { keep(F::pad(tx, opts)); }}};
+    add(std::move(r));
+  }
+  for (double target : kernel_curve_bytes()) {
+    // index_add of random rows: per update 16 floats and an index read, a tenth of a row written.
+    const double update_bytes = kCols * 4 + 8 + kCols * 4 / 10.0;
+    const index_t updates_n = std::max<index_t>(10, std::llround(target / update_bytes));
+    const index_t rows = updates_n / 10;
+    const Tensor<float> updates = random_tensor(Shape{updates_n, kCols}, 5);
+    const Tensor<index_t> index = random_index(updates_n, rows, 7);
+    const torch::Tensor tupdates = torch_view(updates);
+    const torch::Tensor tindex =
+        torch::from_blob(const_cast<index_t*>(index.data()), {updates_n}, torch::kInt64);
+    Tensor<float> x(Shape{rows, kCols});
+    torch::Tensor tx = torch::zeros({rows, kCols});
+    expect_same("index_add", tbatch::index_add_(x, 0, index, updates),
+                tx.index_add_(0, tindex, tupdates));
+    Row r;
+    r.op = "scatter (index_add)";
+    r.shape = std::to_string(updates_n) + "x16 f32 into " + std::to_string(rows) + " rows";
+    r.bytes = double(updates_n * kCols * 4 + updates_n * 8 + rows * kCols * 4);
+    r.tbatch = [&] { keep(tbatch::index_add_(x, 0, index, updates)); };
+    r.torch = {{"index_add_", [&] { keep(tx.index_add_(0, tindex, tupdates)); }},
+               {"index_put_(accumulate)",
+                [&] { keep(tx.index_put_({tindex}, tupdates, /*accumulate=*/true)); }}};
+    add(std::move(r));
+  }
+  for (double target : kernel_curve_bytes()) {
+    // segment_reduce sum of segments of 10 rows on average, some empty.
+    const double row_bytes = kCols * 4 + (kCols * 4 + 8) / 10.0;
+    const index_t rows = std::max<index_t>(10, std::llround(target / row_bytes));
+    const index_t segments = rows / 10;
+    const Tensor<float> values = random_tensor(Shape{rows, kCols}, 9);
+    Tensor<index_t> first_idx = random_first_idx(rows, segments, 11);
+    const torch::Tensor tvalues = torch_view(values);
+    const torch::Tensor toffsets =
+        torch::from_blob(first_idx.data(), {segments + 1}, torch::kInt64);
+    expect_same("segment_reduce sum", tbatch::segment_reduce(values, first_idx, Reduce::sum),
+                torch::segment_reduce(tvalues, "sum", {}, {}, toffsets));
+    Row r;
+    r.op = "segment_reduce sum";
+    r.shape = std::to_string(rows) + "x16 f32, " + std::to_string(segments) + " segments";
+    r.bytes = double(rows * kCols * 4 + segments * kCols * 4 + (segments + 1) * 8);
+    r.tbatch = [&] { keep(tbatch::segment_reduce(values, first_idx, Reduce::sum)); };
+    r.torch = {{"segment_reduce(offsets)",
+                [&] { keep(torch::segment_reduce(tvalues, "sum", {}, {}, toffsets)); }}};
+    add(std::move(r));
+  }
+  for (double target : kernel_curve_bytes()) {
+    // space_to_batch_nd, block 2x2, of one SxSx64 image (S even): its runs are 64 floats.
+    constexpr index_t kChannels = 64;
+    const index_t half_side =
+        std::max<index_t>(1, std::llround(std::sqrt(target / (2.0 * kChannels * 4)) / 2));
+    const index_t side = 2 * half_side;
+    const std::vector<index_t> block{2, 2};
+    const std::vector<std::array<index_t, 2>> none{{0, 0}, {0, 0}};
+    const Tensor<float> x = random_tensor(Shape{1, side, side, kChannels}, 13);
+    const torch::Tensor tx = torch_view(x);
+    const std::vector<int64_t> split{1, half_side, 2, half_side, 2, kChannels};
+    const std::vector<int64_t> order{2, 4, 0, 1, 3, 5};
+    torch::Tensor preallocated = torch::empty({4, half_side, half_side, kChannels});
+    auto torch_s2b = [&] {
+      return tx.reshape(split).permute(order).contiguous().reshape(
+          {4, half_side, half_side, kChannels});
+    };
+    expect_same("space_to_batch_nd", tbatch::space_to_batch_nd(x, block, none), torch_s2b());
+    Row r;
+    r.op = "space_to_batch_nd";
+    r.shape = "(1," + std::to_string(side) + "," + std::to_string(side) + ",64) f32, block 2x2";
+    r.bytes = 2.0 * double(x.numel()) * 4;
+    r.tbatch = [&] { keep(tbatch::space_to_batch_nd(x, block, none)); };
+    r.torch = {{"reshape/permute/contiguous", [&] { keep(torch_s2b()); }},
+               {"copy_ of permuted view into preallocated", [&] {
+                  keep(preallocated.view({2, 2, 1, half_side, half_side, kChannels})
+                           .copy_(tx.reshape(split).permute(order)));
+                }}};
+    add(std::move(r));
+  }
+  return points;
+}
+
 // ------------------------------------------------------------------ output
 
 std::string fmt_time(double s) {
@@ -775,27 +962,59 @@ std::string csv_field(std::string s) {
   return s;
 }
 
+std::string csv_number(double v) {
+  return std::isnan(v) ? std::string() : fmt(v, "%.6g");
+}
+
 void write_csv(std::ostream& out) {
   out << "op,workload,threads,streaming,bytes,tbatch_us,torch_formulation,torch_us,torch_ratio,"
          "eigen_formulation,eigen_us,eigen_ratio,memcpy_us,tbatch_gbs,tbatch_frac,torch_frac,"
          "eigen_frac,load\n";
-  auto num = [](double v) { return std::isnan(v) ? std::string() : fmt(v, "%.6g"); };
   for (const Result& r : results)
     out << csv_field(r.row.op) << ',' << csv_field(r.row.shape) << ',' << r.row.threads << ','
-        << (r.row.streaming ? 1 : 0) << ',' << num(r.row.bytes) << ',' << num(r.tbatch_s * 1e6)
-        << ',' << csv_field(r.torch_name) << ',' << num(r.torch_s * 1e6) << ','
-        << num(r.torch_s / r.tbatch_s) << ',' << csv_field(r.eigen_name) << ','
-        << num(r.eigen_s * 1e6) << ',' << num(r.eigen_s / r.tbatch_s) << ','
-        << num(r.memcpy_s * 1e6) << ','
-        << num(r.row.bytes > 0 ? r.row.bytes / r.tbatch_s / 1e9 : NAN) << ','
-        << num(frac(r, r.tbatch_s)) << ',' << num(frac(r, r.torch_s)) << ','
-        << num(frac(r, r.eigen_s)) << ',' << num(r.load) << '\n';
+        << (r.row.streaming ? 1 : 0) << ',' << csv_number(r.row.bytes) << ','
+        << csv_number(r.tbatch_s * 1e6) << ',' << csv_field(r.torch_name) << ','
+        << csv_number(r.torch_s * 1e6) << ',' << csv_number(r.torch_s / r.tbatch_s) << ','
+        << csv_field(r.eigen_name) << ',' << csv_number(r.eigen_s * 1e6) << ','
+        << csv_number(r.eigen_s / r.tbatch_s) << ',' << csv_number(r.memcpy_s * 1e6) << ','
+        << csv_number(r.row.bytes > 0 ? r.row.bytes / r.tbatch_s / 1e9 : NAN) << ','
+        << csv_number(frac(r, r.tbatch_s)) << ',' << csv_number(frac(r, r.torch_s)) << ','
+        << csv_number(frac(r, r.eigen_s)) << ',' << csv_number(r.load) << '\n';
+}
+
+/// One curve file; make_report.sh plots its columns by name.
+void write_curve_csv(const std::string& path, const char* x_name,
+                     const std::vector<CurvePoint>& points) {
+  std::ofstream out(path);
+  out << "op,workload," << x_name
+      << ",elements,bytes,tbatch_us,torch_formulation,torch_us,memcpy_us,tbatch_gbs,torch_gbs,"
+         "memcpy_gbs,tbatch_ns_per_element,torch_ns_per_element,memcpy_ns_per_element,load\n";
+  for (const CurvePoint& p : points) {
+    const Result& r = p.result;
+    auto gbs = [&](double s) { return csv_number(r.row.bytes / s / 1e9); };
+    auto per_element = [&](double s) {
+      return csv_number(p.elements > 0 ? s * 1e9 / p.elements : NAN);
+    };
+    out << csv_field(r.row.op) << ',' << csv_field(r.row.shape) << ',' << csv_number(p.x) << ','
+        << csv_number(p.elements) << ',' << csv_number(r.row.bytes) << ','
+        << csv_number(r.tbatch_s * 1e6) << ',' << csv_field(r.torch_name) << ','
+        << csv_number(r.torch_s * 1e6) << ',' << csv_number(r.memcpy_s * 1e6) << ','
+        << gbs(r.tbatch_s) << ',' << gbs(r.torch_s) << ',' << gbs(r.memcpy_s) << ','
+        << per_element(r.tbatch_s) << ',' << per_element(r.torch_s) << ','
+        << per_element(r.memcpy_s) << ',' << csv_number(r.load) << '\n';
+  }
+}
+
+void write_curves(const std::string& dir) {
+  write_curve_csv(dir + "/curves_conversions_batch.csv", "B", conversions_over_batch());
+  write_curve_csv(dir + "/curves_conversions_size.csv", "mean_rows", conversions_over_size());
+  write_curve_csv(dir + "/curves_kernels.csv", "bytes", kernel_curves());
 }
 
 void usage() {
   std::cerr << "usage: tbatch_compare [--reps N] [--quick] [--threads 1|2] [--filter SUBSTR]\n"
                "                      [--csv FILE] [--md FILE] [--system-malloc]\n"
-               "                      [--streaming-min-bytes N]\n";
+               "                      [--streaming-min-bytes N] [--curves DIR]\n";
 }
 
 }  // namespace
@@ -824,6 +1043,8 @@ int main(int argc, char** argv) {
       options.md = value();
     else if (a == "--system-malloc")
       options.system_malloc = true;
+    else if (a == "--curves")
+      options.curves_dir = value();
     else if (a == "--streaming-min-bytes")
       tbatch::set_streaming_stores_min_bytes(std::stoll(value()));
     else {
@@ -850,6 +1071,12 @@ int main(int argc, char** argv) {
             << (options.system_malloc ? ", glibc default malloc" : ", malloc keeps freed memory")
             << (have_openmp ? ", tbatch OpenMP on" : "") << ", tbatch streams outputs from "
             << tbatch::streaming_stores_min_bytes() << " bytes\n";
+
+  if (!options.curves_dir.empty()) {
+    current_threads = 1;
+    write_curves(options.curves_dir);
+    return 0;
+  }
 
   for (int threads = 1; threads <= options.threads; ++threads) {
     current_threads = threads;
