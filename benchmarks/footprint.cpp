@@ -33,6 +33,8 @@
 
 #include <tbatch/tbatch.hpp>
 
+#include "workloads.hpp"
+
 namespace {
 
 using tbatch::index_t;
@@ -105,25 +107,11 @@ struct Workload {
   std::function<Output()> run;
 };
 
-Tensor<float> random_tensor(const Shape& shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> value(-1.f, 1.f);
-  Tensor<float> t = Tensor<float>::empty(shape);
-  for (index_t i = 0; i < t.numel(); ++i)
-    t.data()[i] = value(rng);
-  return t;
-}
+using tbatch_bench::random_tensor;
 
-/// The compare report's conversion workload: 256 point clouds of U[1, 1024] rows of 64 floats
-/// (benchmarks/compare/tbatch_compare.cpp, point_sets(256, 1024, 64, 42)).
+/// The compare report's conversion workload: 256 point clouds of U[1, 1024] rows of 64 floats.
 std::vector<Tensor<float>> point_clouds() {
-  constexpr unsigned seed = 42;
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<index_t> rows(1, 1024);
-  std::vector<Tensor<float>> list;
-  for (unsigned i = 0; i < 256; ++i)
-    list.push_back(random_tensor(Shape{rows(rng), 64}, seed + i));
-  return list;
+  return tbatch_bench::point_sets(256, 1024, 64, 42);
 }
 const char* const kCloudsDescription = "256 x U[1,1024] x 64 f32";
 

@@ -56,6 +56,8 @@
 #include <tbatch/tbatch.hpp>
 #include <unsupported/Eigen/CXX11/Tensor>
 
+#include "../workloads.hpp"
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -68,6 +70,8 @@ using tbatch::Reduce;
 using tbatch::Shape;
 using tbatch::Tensor;
 using Clock = std::chrono::steady_clock;
+using tbatch_bench::point_sets;
+using tbatch_bench::random_tensor;
 
 // ------------------------------------------------------------------ options
 
@@ -280,15 +284,6 @@ torch::Tensor torch_view(const Tensor<float>& t) {
   return torch::from_blob(const_cast<float*>(t.data()), dims_of(t.shape()), torch::kFloat32);
 }
 
-Tensor<float> random_tensor(const Shape& shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> value(-1.f, 1.f);
-  Tensor<float> t = Tensor<float>::empty(shape);
-  for (index_t i = 0; i < t.numel(); ++i)
-    t.data()[i] = value(rng);
-  return t;
-}
-
 /// The conversion rows of one list, each handed to `sink` (the table's run_row, or a curve).
 void conversions(const std::string& tag, const std::vector<Tensor<float>>& list, int threads,
                  const std::function<void(Row)>& sink = run_row) {
@@ -414,16 +409,6 @@ void conversions(const std::string& tag, const std::vector<Tensor<float>>& list,
   r.torch = {{"pad_sequence(split_with_sizes)", [&] { keep(torch_split_pad()); }},
              {"empty + per-element copy_/fill_", [&] { keep(torch_packed_loop()); }}};
   sink(r);
-}
-
-std::vector<Tensor<float>> point_sets(index_t n, index_t max_rows, index_t last_dim,
-                                      unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<index_t> rows(1, max_rows);
-  std::vector<Tensor<float>> list;
-  for (index_t i = 0; i < n; ++i)
-    list.push_back(random_tensor(Shape{rows(rng), last_dim}, seed + unsigned(i)));
-  return list;
 }
 
 /// n indices drawn uniformly from [0, bound).

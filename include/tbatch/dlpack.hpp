@@ -132,24 +132,12 @@ inline DLPackImport import_dlpack(DLManagedTensor* managed, const char* function
   // Null strides mean row-major (DLPack's compact layout).
   l.strides = t.strides == nullptr ? layout::contiguous_strides(l.shape)
                                    : Strides(t.strides, t.strides + t.ndim);
-  const index_t element_size = dtype_size(dtype);
-  char* base = nullptr;
-  index_t bytes = 0;
-  if (l.shape.numel() > 0) {
-    char* first = static_cast<char*>(t.data) + t.byte_offset;
-    if (t.data == nullptr) fail<ValueError>(function, "data is null for shape ", l.shape);
-    if (reinterpret_cast<std::uintptr_t>(first) % std::uintptr_t(element_size) != 0)
-      fail<ValueError>(function, "data + byte_offset is not aligned to the ", element_size,
-                       "-byte elements of dtype ", dtype);
-    const layout::Extent e = layout::extent(l, function);
-    bytes = checked_mul(e.highest - e.lowest + 1, element_size, function);
-    base = first + e.lowest * element_size;
-    l.offset = -e.lowest;
-  }
+  // Checked by the same rule as Tensor::borrow; the owner calls no deleter until it is taken.
   auto owner = std::make_shared<DLPackOwner>(managed);
-  return {
-      AnyTensor::from_storage(Storage::borrow(base, bytes, owner), std::move(l), dtype, function),
-      owner};
+  char* first = t.data == nullptr ? nullptr : static_cast<char*>(t.data) + t.byte_offset;
+  std::shared_ptr<Storage> storage =
+      borrowed_storage(first, l, dtype_size(dtype), dtype_name(dtype), owner, function);
+  return {AnyTensor::from_storage(std::move(storage), std::move(l), dtype, function), owner};
 }
 
 /// import_dlpack with dtype T (TypeError otherwise).

@@ -70,21 +70,6 @@ StridedView<const T> element_view(const StridedView<T>& element) {
   return StridedView<const T>(element);
 }
 
-/// True when an element of `shape` fills the start of its slot in a padded tensor of
-/// `padded_shape` (B, max..., last_dim) as one run: its dims after the first are the slot's.
-/// Always so for rank-2 elements (rows of last_dim).
-inline bool fills_slot_prefix(const Shape& shape, const Shape& padded_shape) {
-  for (std::size_t d = 1; d < shape.size(); ++d)
-    if (shape[d] != padded_shape[d + 1]) return false;
-  return true;
-}
-/// fills_slot_prefix for element i of a batch, from its shape_per_tensor row.
-inline bool fills_slot_prefix(const index_t* sizes, index_t columns, const Shape& padded_shape) {
-  for (index_t d = 1; d < columns; ++d)
-    if (sizes[d] != padded_shape[d + 1]) return false;
-  return true;
-}
-
 /// The many-small-elements path of the conversions: `n` elements copied to `out` as one run,
 /// then `padding` more elements (if any) set to `padding_value`. No view or layout is built,
 /// which is most of the cost of an element of a few rows.
@@ -125,7 +110,8 @@ void write_padded(const std::vector<Item>& elements, Tensor<T>& out, T padding_v
   T* const base = out.data();
   for_each_element(index_t(elements.size()), out, stores, [&](index_t i) {
     const Item& element = elements[static_cast<std::size_t>(i)];
-    if (dense && element.is_contiguous() && fills_slot_prefix(element.shape(), out.shape())) {
+    if (dense && element.is_contiguous() &&
+        fills_slot_prefix(element.shape().data(), element.dim() - 1, out.shape())) {
       const index_t n = element.numel();
       write_run(stores, base + i * slot_size, element.data(), n, slot_size - n, padding_value);
       return;
@@ -197,38 +183,26 @@ PaddedBatch<T> padded_from_elements(const std::vector<Item>& elements,
   return PaddedBatch<T>(std::move(out), shape_per_tensor);
 }
 
-/// Element i of a padded or exact batch's data, when that data is contiguous and the element
-/// fills the start of its slot: its first element and count. Otherwise null.
-template <class T>
-std::pair<const T*, index_t> slot_run(const Tensor<T>& data,
-                                      const Tensor<index_t>& shape_per_tensor, index_t i,
-                                      index_t slot_size) {
-  const index_t columns = shape_per_tensor.size(1);
-  const index_t* sizes = shape_per_tensor.data() + i * columns;
-  if (!fills_slot_prefix(sizes, columns, data.shape())) return {nullptr, 0};
-  index_t rows = 1;
-  for (index_t d = 0; d < columns; ++d)
-    rows *= sizes[d];
-  return {data.data() + i * slot_size, rows * data.size(-1)};
+/// The number of data elements per slot of a batch with contiguous data (B > 0), for
+/// contiguous_run; -1 when the data is not contiguous, so no element is one run.
+template <class B>
+index_t run_slot(const B& batch) {
+  if (!batch.data().is_contiguous()) return -1;
+  return batch.batch_size() == 0 ? 0 : batch.data().numel() / batch.batch_size();
 }
 
 /// The elements of a padded or exact batch into the rows of packed `out`: one run per element
-/// when the data is contiguous and the element fills the start of its slot, else through views.
+/// that is one run in the batch (contiguous_run), else through views.
 template <class B, class T>
 void write_packed_from_batch(const B& batch, const Tensor<index_t>& first_idx, Tensor<T>& out) {
-  const Tensor<T>& data = batch.data();
-  const Tensor<index_t>& shape_per_tensor = batch.shape_per_tensor();
   const Stores stores = stores_for_output(out);
-  const bool dense = data.is_contiguous();
-  const index_t slot_size = batch.batch_size() == 0 ? 0 : data.numel() / batch.batch_size();
+  const index_t slot = run_slot(batch);
   for_each_element(batch.batch_size(), out, stores, [&](index_t i) {
     const index_t row = first_idx.data()[i];
-    if (dense) {
-      const auto [in, n] = slot_run(data, shape_per_tensor, i, slot_size);
-      if (in != nullptr) {
-        write_run(stores, out.data() + row * out.size(1), in, n);
-        return;
-      }
+    if (const ElementRun<T> run = slot < 0 ? ElementRun<T>{} : contiguous_run(batch, i, slot);
+        run.first != nullptr) {
+      write_run(stores, out.data() + row * out.size(1), run.first, run.count);
+      return;
     }
     const Tensor<T> element = batch.element(i);
     copy_views(element.view(), packed_rows(out.view(), row, element.shape()), stores);
@@ -236,29 +210,21 @@ void write_packed_from_batch(const B& batch, const Tensor<index_t>& first_idx, T
 }
 
 /// The elements of any batch into padded `out` (contiguous, validated to hold them): one run
-/// and its padding per element when the batch's data is contiguous and the element's rows fill
-/// the start of its slot in `out` (and of its own slot, for padded input), else through views.
+/// and its padding per element that is one run in the batch and fills the start of its slot in
+/// `out`, else through views.
 template <class B, class T>
 void write_padded_from_batch(const B& batch, const Tensor<index_t>& shape_per_tensor,
                              Tensor<T>& out, T padding_value) {
-  const Tensor<T>& data = batch.data();
   const Stores stores = stores_for_output(out);
-  const bool dense = data.is_contiguous();
   const index_t batch_size = batch.batch_size();
   const index_t slot_size = batch_size == 0 ? 0 : out.numel() / batch_size;
-  const index_t slot_in = batch_size == 0 ? 0 : data.numel() / batch_size;
   const index_t columns = shape_per_tensor.size(1);
+  const index_t slot_in = run_slot(batch);
   for_each_element(batch_size, out, stores, [&](index_t i) {
-    if (dense && fills_slot_prefix(shape_per_tensor.data() + i * columns, columns, out.shape())) {
-      std::pair<const T*, index_t> run;
-      if constexpr (std::is_same_v<B, PackedBatch<T>>) {
-        const index_t* first = batch.first_idx().data();
-        run = {data.data() + first[i] * data.size(1), (first[i + 1] - first[i]) * data.size(1)};
-      } else {
-        run = slot_run(data, shape_per_tensor, i, slot_in);
-      }
-      if (run.first != nullptr) {
-        write_run(stores, out.data() + i * slot_size, run.first, run.second, slot_size - run.second,
+    if (slot_in >= 0 &&
+        fills_slot_prefix(shape_per_tensor.data() + i * columns, columns, out.shape())) {
+      if (const ElementRun<T> run = contiguous_run(batch, i, slot_in); run.first != nullptr) {
+        write_run(stores, out.data() + i * slot_size, run.first, run.count, slot_size - run.count,
                   padding_value);
         return;
       }

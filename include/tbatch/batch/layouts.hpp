@@ -60,6 +60,23 @@ inline Layout packed_element(const Layout& data, const Tensor<index_t>& shape_pe
   return layout::unflatten(rows, 0, leading_sizes(element_shape(shape_per_tensor, i, 0)));
 }
 
+/// True when an element whose sizes without the last dim are sizes[0, columns) fills the start
+/// of its slot in a padded tensor of `padded_shape` (B, max..., last_dim) as one run: its sizes
+/// after the first are the slot's. Always so for rank-2 elements (rows of last_dim).
+inline bool fills_slot_prefix(const index_t* sizes, index_t columns, const Shape& padded_shape) {
+  for (index_t d = 1; d < columns; ++d)
+    if (sizes[d] != padded_shape[d + 1]) return false;
+  return true;
+}
+
+/// Element i of a batch as one run of contiguous elements of its data: where it starts and how
+/// many elements it has. `first` is null when the element is not one run.
+template <class T>
+struct ElementRun {
+  const T* first = nullptr;
+  index_t count = 0;
+};
+
 /// `data` when it has rank >= 2 (batch, element dims..., last dim); ShapeError otherwise.
 template <class T>
 Tensor<T> checked_batch_data(Tensor<T> data, const char* function) {
@@ -339,6 +356,34 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
   Tensor<index_t> shape_per_tensor_;
   Tensor<index_t> first_idx_;
 };
+
+namespace detail {
+/// Element i of a batch whose data is contiguous (the caller checks that once) as one run of
+/// that data, found without making a view: the conversions' path for many small elements, next
+/// to padded_element / packed_element. `slot` is data.numel() / B. A padded element is one run
+/// when it fills the start of its slot; otherwise `first` is null.
+template <class T>
+ElementRun<T> contiguous_run(const ExactBatch<T>& batch, index_t i, index_t slot) {
+  return {batch.data().data() + i * slot, slot};
+}
+template <class T>
+ElementRun<T> contiguous_run(const PaddedBatch<T>& batch, index_t i, index_t slot) {
+  const Tensor<index_t>& sizes = batch.shape_per_tensor();
+  const index_t columns = sizes.size(1);
+  const index_t* row = sizes.data() + i * columns;
+  if (!fills_slot_prefix(row, columns, batch.data().shape())) return {};
+  index_t count = batch.last_dim();  // at most slot: the constructor checked the sizes
+  for (index_t d = 0; d < columns; ++d)
+    count *= row[d];
+  return {batch.data().data() + i * slot, count};
+}
+template <class T>
+ElementRun<T> contiguous_run(const PackedBatch<T>& batch, index_t i, index_t) {
+  const index_t* first = batch.first_idx().data();
+  const index_t row_length = batch.last_dim();
+  return {batch.data().data() + first[i] * row_length, (first[i + 1] - first[i]) * row_length};
+}
+}  // namespace detail
 
 /// "ExactBatch(batch_size=B, data_shape=[...], dtype=...,\n  data=<values>)", the values as a
 /// Tensor prints them.

@@ -28,6 +28,31 @@ namespace tbatch {
 
 class TensorIndex;
 
+namespace detail {
+/// The storage under layout `l` over memory the caller owns, element [0, ..., 0] at `first`
+/// (Tensor::borrow, the DLPack import): checks the strides' rank, a null or misaligned `first`
+/// and the extent's overflow, and sets l.offset to `first`'s place in the storage, which starts
+/// at the lowest address `l` reaches. The storage holds `keep_alive`.
+inline std::shared_ptr<Storage> borrowed_storage(void* first, Layout& l, index_t element_size,
+                                                 std::string_view dtype_name,
+                                                 std::shared_ptr<const void> keep_alive,
+                                                 const char* function) {
+  if (l.strides.size() != l.shape.size())
+    fail<ShapeError>(function, "strides ", listed(l.strides), " do not match shape ", l.shape,
+                     " (rank ", l.shape.size(), ")");
+  if (l.shape.numel() == 0) return Storage::borrow(nullptr, 0, std::move(keep_alive));
+  if (first == nullptr) fail<ValueError>(function, "data is null for shape ", l.shape);
+  if (reinterpret_cast<std::uintptr_t>(first) % std::uintptr_t(element_size) != 0)
+    fail<ValueError>(function, "data ", static_cast<const void*>(first), " is not aligned to ",
+                     element_size, " bytes, as ", dtype_name, " needs");
+  const layout::Extent e = layout::extent(l, function);
+  const index_t bytes = checked_mul(e.highest - e.lowest + 1, element_size, function);
+  l.offset = -e.lowest;
+  return Storage::borrow(static_cast<char*>(first) + e.lowest * element_size, bytes,
+                         std::move(keep_alive));
+}
+}  // namespace detail
+
 /// An n-d array of T (any of the twelve element types) with runtime rank.
 template <class T>
 class Tensor : public ViewMethods<Tensor<T>> {
@@ -89,22 +114,9 @@ class Tensor : public ViewMethods<Tensor<T>> {
   static Tensor borrow(T* data, Shape shape, Strides strides,
                        std::shared_ptr<const void> keep_alive = {}) {
     Layout l{std::move(shape), std::move(strides), 0};
-    if (l.strides.size() != l.shape.size())
-      detail::fail<ShapeError>("Tensor::borrow", "strides ", detail::listed(l.strides),
-                               " do not match shape ", l.shape, " (rank ", l.shape.size(), ")");
-    if (l.shape.numel() == 0)
-      return Tensor(Storage::borrow(nullptr, 0, std::move(keep_alive)), std::move(l));
-    if (data == nullptr)
-      detail::fail<ValueError>("Tensor::borrow", "data is null for shape ", l.shape);
-    if (reinterpret_cast<std::uintptr_t>(data) % alignof(T) != 0)
-      detail::fail<ValueError>("Tensor::borrow", "data ", static_cast<const void*>(data),
-                               " is not aligned to ", alignof(T), " bytes, as ", dtype_name_of<T>,
-                               " needs");
-    const layout::Extent e = layout::extent(l, "Tensor::borrow");
-    const index_t bytes =
-        detail::checked_mul(e.highest - e.lowest + 1, index_t(sizeof(T)), "Tensor::borrow");
-    l.offset = -e.lowest;
-    return Tensor(Storage::borrow(data + e.lowest, bytes, std::move(keep_alive)), std::move(l));
+    std::shared_ptr<Storage> storage = detail::borrowed_storage(
+        data, l, index_t(sizeof(T)), dtype_name_of<T>, std::move(keep_alive), "Tensor::borrow");
+    return Tensor(std::move(storage), std::move(l));
   }
   /// Tensor::borrow over a span of exactly shape.numel() elements (ShapeError otherwise).
   static Tensor borrow(std::span<T> values, Shape shape,
