@@ -1,7 +1,9 @@
-// Many small elements (issue 21): B elements of 1-8 rows x 16 floats, one call per conversion,
-// single thread. Counters: ns_per_element (the call's time, result freed included, over B) and
-// of_memcpy (one memcpy of the bytes the conversion writes, into a touched buffer, over the
-// call's time: 1 = as fast as memcpy).
+// Many small elements: B elements of 1-8 rows x 16 floats, one call per conversion or batch
+// kernel, single thread. Counters: ns_per_element (the call's time, result freed included, over
+// B); for the conversions of_memcpy (one memcpy of the bytes the conversion writes, into a touched
+// buffer, over the call's time: 1 = as fast as memcpy); for the batch kernels of_dense (the
+// same kernel on one dense tensor, in output bytes per second, over the batch call's: 1 = as
+// fast as the dense kernel on the same bytes).
 
 #include <benchmark/benchmark.h>
 
@@ -66,9 +68,9 @@ double memcpy_seconds(index_t bytes) {
   return best;
 }
 
+// Seconds per call of `fn` over the benchmark's iterations, and the ns_per_element counter.
 template <class Fn>
-void run(benchmark::State& state, index_t moved_bytes, Fn&& fn) {
-  const index_t batch = state.range(0);
+double timed(benchmark::State& state, Fn&& fn) {
   double seconds = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
@@ -76,8 +78,49 @@ void run(benchmark::State& state, index_t moved_bytes, Fn&& fn) {
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   const double per_call = seconds / double(state.iterations());
-  state.counters["ns_per_element"] = per_call * 1e9 / double(batch);
+  state.counters["ns_per_element"] = per_call * 1e9 / double(state.range(0));
+  return per_call;
+}
+
+template <class Fn>
+void run(benchmark::State& state, index_t moved_bytes, Fn&& fn) {
+  const double per_call = timed(state, fn);
   state.counters["of_memcpy"] = memcpy_seconds(moved_bytes) / per_call;
+}
+
+// A batch kernel against the dense kernel: `dense_call` returns a tensor; both are compared in
+// output bytes per second. The two calls alternate, so both see the same load.
+template <class BatchCall, class DenseCall>
+void run_against_dense(benchmark::State& state, BatchCall&& batch_call, DenseCall&& dense_call) {
+  const index_t batch_bytes = index_t(sizeof(float)) * batch_call().data().numel();
+  const index_t dense_bytes = index_t(sizeof(float)) * dense_call().numel();
+  double batch_seconds = 0, dense_seconds = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(batch_call());
+    auto end = std::chrono::steady_clock::now();
+    batch_seconds += std::chrono::duration<double>(end - start).count();
+    state.PauseTiming();
+    start = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(dense_call());
+    end = std::chrono::steady_clock::now();
+    dense_seconds += std::chrono::duration<double>(end - start).count();
+    state.ResumeTiming();
+  }
+  const double iterations = double(state.iterations());
+  state.counters["ns_per_element"] = batch_seconds / iterations * 1e9 / double(state.range(0));
+  state.counters["of_dense"] =
+      (double(batch_bytes) / batch_seconds) / (double(dense_bytes) / dense_seconds);
+}
+
+// The dense tensor a batch kernel is compared with: B elements of 5 rows (the mean of 1-8, rounded
+// up) x 16 floats.
+const Tensor<float>& dense_elements(index_t batch) {
+  static std::vector<std::pair<index_t, Tensor<float>>> cache;
+  for (const auto& [b, t] : cache)
+    if (b == batch) return t;
+  cache.emplace_back(batch, Tensor<float>(Shape{batch, 5, kLastDim}, 1.f));
+  return cache.back().second;
 }
 
 void BM_small_list_to_padded(benchmark::State& state) {
@@ -97,11 +140,88 @@ void BM_small_packed_to_padded(benchmark::State& state) {
   run(state, w.padded_bytes, [&] { return to_padded(w.packed, 0.f); });
 }
 
+// pad each element by one row before and after: {0, 0, 1, 1}.
+const std::vector<index_t> kRowPads{0, 0, 1, 1};
+
+void BM_small_pad_packed(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  const Tensor<float>& dense = dense_elements(state.range(0));
+  run_against_dense(
+      state, [&] { return pad(w.packed, kRowPads); }, [&] { return pad(dense, kRowPads); });
+}
+void BM_small_pad_padded(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  const Tensor<float>& dense = dense_elements(state.range(0));
+  run_against_dense(
+      state, [&] { return pad(w.padded, kRowPads); }, [&] { return pad(dense, kRowPads); });
+}
+
+// One update row per element, at a random row of it; the dense scatter updates the same rows of
+// the packed data.
+struct ScatterUpdates {
+  Tensor<index_t> element_index, local_index, packed_row;
+  Tensor<float> updates;
+};
+const ScatterUpdates& scatter_updates(index_t batch) {
+  static std::vector<std::pair<index_t, std::unique_ptr<ScatterUpdates>>> cache;
+  for (const auto& [b, u] : cache)
+    if (b == batch) return *u;
+  const Workload& w = workload(batch);
+  auto u = std::make_unique<ScatterUpdates>(
+      ScatterUpdates{Tensor<index_t>(Shape{batch}), Tensor<index_t>(Shape{batch}),
+                     Tensor<index_t>(Shape{batch}), Tensor<float>(Shape{batch, kLastDim}, 2.f)});
+  std::mt19937 rng(7);
+  for (index_t k = 0; k < batch; ++k) {
+    const index_t e = std::uniform_int_distribution<index_t>(0, batch - 1)(rng);
+    const index_t rows = w.packed.rows_of(e);
+    const index_t row = std::uniform_int_distribution<index_t>(0, rows - 1)(rng);
+    u->element_index(k) = e;
+    u->local_index(k) = row;
+    u->packed_row(k) = w.packed.first_idx()(e) + row;
+  }
+  cache.emplace_back(batch, std::move(u));
+  return *cache.back().second;
+}
+
+void BM_small_scatter_packed(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  const ScatterUpdates& u = scatter_updates(state.range(0));
+  run_against_dense(
+      state, [&] { return scatter(w.packed, u.element_index, u.local_index, u.updates); },
+      [&] { return scatter(w.packed.data(), u.packed_row, u.updates); });
+}
+void BM_small_scatter_padded(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  const ScatterUpdates& u = scatter_updates(state.range(0));
+  run_against_dense(
+      state, [&] { return scatter(w.padded, u.element_index, u.local_index, u.updates); },
+      [&] { return scatter(w.packed.data(), u.packed_row, u.updates); });
+}
+
+// space_to_batch_nd with block 2 on the rows: the padded batch (8 rows padded) against the
+// dense tensor of the same shape.
+void BM_small_space_to_batch_padded(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  run_against_dense(
+      state,
+      [&] {
+        return space_to_batch_nd(w.padded, {2}, {{0, 0}});
+      },
+      [&] {
+        return space_to_batch_nd(w.padded.data(), {2}, {{0, 0}});
+      });
+}
+
 }  // namespace
 
 BENCHMARK(BM_small_list_to_padded)->RangeMultiplier(10)->Range(1000, 100000);
 BENCHMARK(BM_small_list_to_packed)->RangeMultiplier(10)->Range(1000, 100000);
 BENCHMARK(BM_small_padded_to_packed)->RangeMultiplier(10)->Range(1000, 100000);
 BENCHMARK(BM_small_packed_to_padded)->RangeMultiplier(10)->Range(1000, 100000);
+BENCHMARK(BM_small_pad_packed)->Arg(10000);
+BENCHMARK(BM_small_pad_padded)->Arg(10000);
+BENCHMARK(BM_small_scatter_packed)->Arg(10000);
+BENCHMARK(BM_small_scatter_padded)->Arg(10000);
+BENCHMARK(BM_small_space_to_batch_padded)->Arg(10000);
 
 BENCHMARK_MAIN();

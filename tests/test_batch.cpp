@@ -203,6 +203,32 @@ TEST_CASE("map_elements applies a function per element in every layout", "[batch
       ShapeError, "map_elements: element 1 has shape [2, 3] but element 0 has [1, 3]");
 }
 
+TEST_CASE("with_data puts new data of the same shape under a batch's metadata", "[batch]") {
+  const std::vector<Tensor<float>> list{iota<float>({2, 3}), iota<float>({4, 3})};
+  const PackedBatch<float> packed = list_to_packed(list);
+  Tensor<float> doubled = packed.data().clone();
+  doubled.flat() *= 2.0f;
+  const PackedBatch<float> packed2 = packed.with_data(doubled);
+  CHECK(packed2.data().data() == doubled.data());  // shared, not copied
+  CHECK(packed2.first_idx().data() == packed.first_idx().data());
+  CHECK(packed2.element(1)(3, 2) == 22.0f);
+  const PaddedBatch<float> padded = list_to_padded(list, -1.0f);
+  const PaddedBatch<float> padded2 = padded.with_data(Tensor<float>(padded.data().shape(), 5.0f));
+  CHECK(padded2.shape_of(0) == Shape{2, 3});
+  CHECK(padded2.element(0)(1, 2) == 5.0f);
+  const ExactBatch<float> exact(iota<float>({2, 2, 3}));
+  Tensor<float> negated = iota<float>({2, 2, 3});
+  negated.flat() *= -1.0f;
+  CHECK(exact.with_data(negated).data()(1, 1, 2) == -11.0f);
+  TBATCH_CHECK_THROWS_WITH(packed.with_data(Tensor<float>(Shape{6, 2})), ShapeError,
+                           "PackedBatch::with_data: data has shape [6, 2] but the batch's data has "
+                           "[6, 3]; the metadata fits only data of that shape");
+  TBATCH_CHECK_THROWS_WITH(padded.with_data(Tensor<float>(Shape{2, 3, 3})), ShapeError,
+                           "PaddedBatch::with_data: data has shape [2, 3, 3]");
+  TBATCH_CHECK_THROWS_WITH(exact.with_data(Tensor<float>(Shape{2, 3})), ShapeError,
+                           "ExactBatch::with_data: data has shape [2, 3]");
+}
+
 TEST_CASE("caller-supplied outputs are written in place and reusable", "[batch]") {
   const std::vector<Tensor<double>> list{iota<double>({2, 2}), iota<double>({3, 2})};
   Tensor<double> buffer(Shape{2, 5, 2}, 9.0);

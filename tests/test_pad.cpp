@@ -602,6 +602,101 @@ TEMPLATE_TEST_CASE("pad of batches pads each element inside its own extent", "[p
   }
 }
 
+// Batches of many small elements go row by row, with one table of source rows per class of
+// equal sizes (detail::pad_batch_by_rows); elements over detail::pad_rows_limit rows go element
+// by element. Both are checked against the plain reference on every element, in every layout.
+TEMPLATE_TEST_CASE("pad of batches of many elements, of repeated and of large sizes",
+                   "[pad][batch]", float, std::int32_t, std::uint8_t, double) {
+  using T = TestType;
+  std::mt19937 rng(47);
+  struct Case {
+    const char* name;
+    index_t batch, rank, max_rows;
+  };
+  const std::array<Case, 4> cases{{
+      {"many elements, few sizes (shared tables)", 300, 2, 4},
+      {"rank-3 elements, few sizes", 120, 3, 3},
+      {"rank-1 elements", 40, 1, 1},
+      {"one element over the row limit (element by element)", 3, 2, detail::pad_rows_limit + 5},
+  }};
+  for (const Case& c : cases) {
+    for (PadMode mode : all_modes) {
+      INFO(c.name << ", mode " << mode);
+      const index_t last = std::uniform_int_distribution<index_t>(1, 5)(rng);
+      std::vector<Tensor<T>> list;
+      for (index_t i = 0; i < c.batch; ++i) {
+        Shape shape;
+        for (index_t d = 0; d + 1 < c.rank; ++d)
+          shape.push_back(i == 0 ? c.max_rows
+                                 : std::uniform_int_distribution<index_t>(
+                                       2, std::max<index_t>(2, c.max_rows))(rng));
+        shape.push_back(last);
+        list.push_back(testing::random_tensor<T>(shape, rng, 50));
+      }
+      std::vector<std::array<index_t, 2>> pairs(static_cast<std::size_t>(c.rank), {0, 0});
+      for (index_t d = 0; d < c.rank; ++d) {
+        const index_t smallest = d + 1 < c.rank ? 2 : last;
+        pairs[static_cast<std::size_t>(d)] = random_pair(rng, mode, smallest);
+        // Crops leave every element a size >= 0.
+        for (index_t& p : pairs[static_cast<std::size_t>(d)])
+          p = std::max<index_t>(p, -smallest / 2);
+      }
+      const T value = mode == PadMode::constant ? value_of<T>(7) : T(0);
+      INFO("pairs " << detail::listed(flat_of(pairs, pairs.size())));
+      auto check = [&](const auto& out) {
+        REQUIRE(out.batch_size() == c.batch);
+        for (index_t i = 0; i < c.batch; ++i) {
+          INFO("element " << i);
+          Shape expected_shape;
+          const std::vector<double> expected =
+              reference_pad(list[static_cast<std::size_t>(i)], pairs, mode, value, &expected_shape);
+          REQUIRE(out.shape_of(i) == expected_shape);
+          CHECK(values_of(out.element(i)) == expected);
+        }
+      };
+      const PaddedBatch<T> padded = pad(list_to_padded(list, value_of<T>(99)), pairs, mode, value);
+      check(padded);
+      // The slots' padding is `value` everywhere outside the elements.
+      const Tensor<bool> mask = padded.mask();
+      for_each_index(padded.data().shape(), [&](const std::vector<index_t>& idx) {
+        if (!element_at(mask, std::vector<index_t>(idx.begin(), idx.end() - 1)))
+          CHECK(element_at(padded.data(), idx) == value);
+      });
+      check(pad(list_to_packed(list), pairs, mode, value));
+      if (c.rank > 1) {  // equal sizes: an exact batch of list[0]'s shape, contiguous
+        std::vector<Tensor<T>> same(static_cast<std::size_t>(c.batch), list[0]);
+        list = same;
+        check(pad(ExactBatch<T>(list_to_padded(same, T(0)).data()), pairs, mode, value));
+      }
+    }
+  }
+}
+
+TEST_CASE("pad of a batch of more sizes than its row tables keep", "[pad][batch]") {
+  // Sizes 3..702 twice over: the tables of the first pass exceed detail::pad_rows_cache rows, so
+  // they are dropped and rebuilt on the way.
+  std::mt19937 rng(53);
+  std::vector<Tensor<float>> list;
+  for (int pass = 0; pass < 2; ++pass)
+    for (index_t rows = 3; rows <= 702; ++rows)
+      list.push_back(testing::random_tensor<float>(Shape{rows, 3}, rng, 50));
+  index_t table_rows = 0;
+  for (index_t rows = 3; rows <= 702; ++rows)
+    table_rows += rows + 3;
+  REQUIRE(table_rows > detail::pad_rows_cache);
+  const std::vector<std::array<index_t, 2>> pairs{{1, 2}, {2, 1}};
+  for (PadMode mode : {PadMode::constant, PadMode::reflect}) {
+    INFO("mode " << mode);
+    const float value = mode == PadMode::constant ? 5.f : 0.f;
+    const PackedBatch<float> out = pad(list_to_packed(list), pairs, mode, value);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      INFO("element " << i);
+      CHECK(values_of(out.element(static_cast<index_t>(i))) ==
+            reference_pad(list[i], pairs, mode, value));
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("pad of empty batches", "[pad][batch]", float, std::int32_t, bool) {
   using T = TestType;
   const PaddedBatch<T> padded(Tensor<T>(Shape{0, 4, 3}), Tensor<index_t>(Shape{0, 1}));

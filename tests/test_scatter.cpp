@@ -937,6 +937,25 @@ TEST_CASE("scatter on batches: exact batches and strided data", "[scatter][batch
   CHECK(storage.select(1, 0).select(1, 0).to_vector() == std::vector<float>{7, 8, 9});
 }
 
+TEST_CASE("scatter_ on batches reads every index before it writes, even from its own data",
+          "[scatter][batch][aliasing]") {
+  // Two elements of two rows of one int64; element_index and updates are views of the data
+  // being written, so a later update must still go where its index said before any write.
+  PackedBatch<index_t> batch(Tensor<index_t>(Shape{4, 1}, {1, 0, 1, 0}),
+                             Tensor<index_t>(Shape{2, 1}, {2, 2}),
+                             Tensor<index_t>(Shape{3}, {0, 2, 4}));
+  const Tensor<index_t> local(Shape{4}, {1, 0, 0, 1});
+  const Tensor<index_t> element_index = batch.data().reshape({4});
+  const Tensor<index_t> updates = batch.data().slice(0, std::nullopt, std::nullopt, -1);
+  // Expected: the same calls with every input copied first, from a plain loop.
+  const std::vector<index_t> e{1, 0, 1, 0}, u{0, 1, 0, 1};
+  std::vector<index_t> expected{1, 0, 1, 0};
+  for (std::size_t k = 0; k < 4; ++k)
+    expected[static_cast<std::size_t>(e[k] * 2 + local(static_cast<index_t>(k)))] = u[k];
+  scatter_(batch, element_index, local, updates);
+  CHECK(batch.data().reshape({4}).to_vector() == expected);
+}
+
 TEST_CASE("scatter on batches: errors name the element, local index and size",
           "[scatter][batch][errors]") {
   // Element 0 has 2 rows, element 1 has 4; the padded maximum is 4.

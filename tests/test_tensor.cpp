@@ -206,9 +206,39 @@ TEST_CASE("large freed buffers are recycled through a bounded cache", "[tensor][
   CHECK(buffer_cache_bytes() == held);
   CHECK(again.flat().maxCoeff() == 0.0f);
   {
-    Tensor<float> small(Shape{1000});  // below 1 MiB: never cached
+    Tensor<float> small(Shape{1000});  // below 64 KiB: never cached
   }
   CHECK(buffer_cache_bytes() == held);
+  {
+    Tensor<float> metadata_sized(Shape{1 << 14});  // 64 KiB: cached
+  }
+  CHECK(buffer_cache_bytes() == held + (std::size_t(64) << 10));
+  { Tensor<float> reuses(Shape{1 << 14}); }
+  CHECK(buffer_cache_bytes() == held + (std::size_t(64) << 10));
+  set_buffer_cache_limit(0);
+  set_buffer_cache_limit(std::size_t(64) << 20);
+  {
+    Tensor<float> big(Shape{1 << 20});  // 4 MiB, then reused by a 3 MiB request
+  }
+  {
+    Tensor<float> smaller(Shape{3 << 18});
+    CHECK(buffer_cache_bytes() == 0);
+  }
+  // The block comes back with its own 4 MiB, so a 4 MiB request can take it again.
+  CHECK(buffer_cache_bytes() == (std::size_t(4) << 20));
+  {
+    Tensor<float> big_again(Shape{1 << 20});
+    CHECK(buffer_cache_bytes() == 0);
+  }
+  CHECK(buffer_cache_bytes() == (std::size_t(4) << 20));
+  set_buffer_cache_limit(0);
+  set_buffer_cache_limit(std::size_t(64) << 20);
+  {
+    std::vector<Tensor<float>> many;
+    for (int i = 0; i < 300; ++i)
+      many.push_back(Tensor<float>(Shape{1 << 14}));
+  }
+  CHECK(buffer_cache_bytes() == 256 * (std::size_t(64) << 10));  // at most 256 blocks
   set_buffer_cache_limit(0);
   CHECK(buffer_cache_bytes() == 0);
   { Tensor<float> dropped(Shape{1 << 20}); }

@@ -86,6 +86,15 @@ Tensor<T> checked_batch_data(Tensor<T> data, const char* function) {
   return data;
 }
 
+/// `data` when it has the shape of the batch data it replaces (`shape`); ShapeError otherwise.
+template <class T>
+Tensor<T> same_shape_data(Tensor<T> data, const Shape& shape, const char* function) {
+  if (!(data.shape() == shape))
+    fail<ShapeError>(function, "data has shape ", data.shape(), " but the batch's data has ", shape,
+                     "; the metadata fits only data of that shape");
+  return data;
+}
+
 /// The element interface derived from element(i): to_list.
 template <class Derived>
 class ElementMethods {
@@ -141,6 +150,12 @@ class ExactBatch : public detail::ElementMethods<ExactBatch<T>> {
   Shape shape_of(index_t i) const {
     detail::check_element_index(i, batch_size(), "ExactBatch::shape_of");
     return Shape(data_.shape().begin() + 1, data_.shape().end());
+  }
+  /// The same batch around `data` (shared, not copied), for data computed from this batch's:
+  /// O(1). ShapeError unless data has the shape of data().
+  ExactBatch with_data(Tensor<T> data) const {
+    return ExactBatch(
+        detail::same_shape_data(std::move(data), data_.shape(), "ExactBatch::with_data"));
   }
   /// The batch with its data converted to U as Tensor::cast does (a copy); the metadata is
   /// shared.
@@ -232,6 +247,15 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
     return get<I>();
   }
 
+  /// The same batch around `data` (shared, not copied) and this batch's metadata, for data
+  /// computed from this batch's: O(1), the metadata is not checked again. ShapeError unless data
+  /// has the shape of data().
+  PaddedBatch with_data(Tensor<T> data) const {
+    return PaddedBatch(
+        detail::same_shape_data(std::move(data), data_.shape(), "PaddedBatch::with_data"),
+        shape_per_tensor_, Checked{});
+  }
+
   /// The batch with its data converted to U as Tensor::cast does (a copy); the metadata is
   /// shared.
   template <Element U>
@@ -240,6 +264,10 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
   }
 
  private:
+  struct Checked {};  // the metadata is a valid batch's
+  PaddedBatch(Tensor<T> data, Tensor<index_t> shape_per_tensor, Checked)
+      : data_(std::move(data)), shape_per_tensor_(std::move(shape_per_tensor)) {}
+
   Tensor<T> data_;
   Tensor<index_t> shape_per_tensor_;
 };
@@ -330,6 +358,15 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
     return get<I>();
   }
 
+  /// The same batch around `data` (shared, not copied) and this batch's metadata, for data
+  /// computed from this batch's: O(1), the metadata is not checked again. ShapeError unless data
+  /// has the shape of data().
+  PackedBatch with_data(Tensor<T> data) const {
+    return PackedBatch(
+        detail::same_shape_data(std::move(data), data_.shape(), "PackedBatch::with_data"),
+        shape_per_tensor_, first_idx_, Checked{});
+  }
+
   /// The batch with its data converted to U as Tensor::cast does (a copy); the metadata is
   /// shared.
   template <Element U>
@@ -338,6 +375,12 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
   }
 
  private:
+  struct Checked {};  // the metadata is a valid batch's
+  PackedBatch(Tensor<T> data, Tensor<index_t> shape_per_tensor, Tensor<index_t> first_idx, Checked)
+      : data_(std::move(data)),
+        shape_per_tensor_(std::move(shape_per_tensor)),
+        first_idx_(std::move(first_idx)) {}
+
   // Checks data (2-d) and shape_per_tensor (2-d, non-negative) before the members that need
   // them are initialised.
   static Tensor<index_t> checked_shape_per_tensor(const Tensor<T>& data,
@@ -358,10 +401,44 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
 };
 
 namespace detail {
+/// Where each element of a batch starts in its data, in elements from data().data(), and the
+/// strides of its dims but the last, from the metadata alone: what element(i) would say,
+/// without the view, for paths that visit many small elements. Taken once per call (the batch
+/// must outlive it); starts(i) and stride(sizes, d) are unchecked (0 <= i < B, d <
+/// element_rank - 1, `sizes` element i's shape_per_tensor row).
+struct SlotPlacement {  // exact and padded batches: slot i of the data
+  index_t slot_stride;
+  Strides strides;
+  index_t start(index_t i) const { return i * slot_stride; }
+  index_t stride(const index_t*, index_t d) const { return strides[d + 1]; }
+};
+struct RowPlacement {  // packed batches: rows [first_idx[i], first_idx[i + 1]), unflattened
+  const index_t* first_idx;
+  index_t row_stride, columns;
+  index_t start(index_t i) const { return first_idx[i] * row_stride; }
+  index_t stride(const index_t* sizes, index_t d) const {
+    index_t stride = row_stride;
+    for (index_t e = d + 1; e < columns; ++e)
+      stride *= sizes[e];
+    return stride;
+  }
+};
+template <class T>
+SlotPlacement element_placement(const ExactBatch<T>& batch) {
+  return {batch.data().strides()[0], batch.data().strides()};
+}
+template <class T>
+SlotPlacement element_placement(const PaddedBatch<T>& batch) {
+  return {batch.data().strides()[0], batch.data().strides()};
+}
+template <class T>
+RowPlacement element_placement(const PackedBatch<T>& batch) {
+  return {batch.first_idx().data(), batch.data().strides()[0], batch.element_rank() - 1};
+}
+
 /// Element i of a batch whose data is contiguous (the caller checks that once) as one run of
-/// that data, found without making a view: the conversions' path for many small elements, next
-/// to padded_element / packed_element. `slot` is data.numel() / B. A padded element is one run
-/// when it fills the start of its slot; otherwise `first` is null.
+/// that data: the conversions' path for many small elements. `slot` is data.numel() / B. A
+/// padded element is one run when it fills the start of its slot; otherwise `first` is null.
 template <class T>
 ElementRun<T> contiguous_run(const ExactBatch<T>& batch, index_t i, index_t slot) {
   return {batch.data().data() + i * slot, slot};

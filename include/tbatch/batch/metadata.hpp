@@ -1,6 +1,8 @@
 #pragma once
 // kaolin's batch metadata: shape_per_tensor, first_idx and max_shape, and their validation.
 
+#include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "tbatch/core/tensor.hpp"
@@ -26,9 +28,10 @@ inline Shape element_shape(const Tensor<index_t>& shape_per_tensor, index_t i, i
 
 /// Number of rows (prod of the sizes) of row i of shape_per_tensor, overflow-checked.
 inline index_t rows_of(const Tensor<index_t>& shape_per_tensor, index_t i, const char* function) {
-  const index_t* row = shape_per_tensor.data() + i * shape_per_tensor.size(1);
+  const index_t columns = shape_per_tensor.size(1);
+  const index_t* row = shape_per_tensor.data() + i * columns;
   index_t rows = 1;
-  for (index_t d = 0; d < shape_per_tensor.size(1); ++d)
+  for (index_t d = 0; d < columns; ++d)
     rows = checked_mul(rows, row[d], function);
   return rows;
 }
@@ -43,7 +46,7 @@ inline Tensor<index_t> checked_shape_per_tensor(const Tensor<index_t>& shape_per
     fail<ShapeError>(function, "shape_per_tensor has shape ", shape_per_tensor.shape(),
                      " but the data needs ", expected, " (batch size, element rank - 1)");
   Tensor<index_t> dense = shape_per_tensor.contiguous();
-  for (index_t i = 0; i < dense.numel(); ++i)
+  for (index_t i = 0, n = dense.numel(); i < n; ++i)
     if (dense.data()[i] < 0)
       fail<ValueError>(function, "shape_per_tensor[", i / expected[1], "][", i % expected[1],
                        "] = ", dense.data()[i], " is negative; sizes must be >= 0");
@@ -89,6 +92,61 @@ inline Tensor<index_t> rows_per_element(const Tensor<index_t>& shape_per_tensor,
   return rows;
 }
 
+/// The classes of equal sizes among a batch's elements (rows of shape_per_tensor), numbered
+/// 0, 1, ... in order of first appearance. A hash table, so finding a row's class costs a few
+/// nanoseconds whatever the number of classes.
+class SizeClasses {
+ public:
+  explicit SizeClasses(index_t columns) : columns_(columns), slots_(64, 0) {}
+
+  index_t count() const { return count_; }
+
+  /// The class of `sizes` (columns values), and whether this call added it.
+  std::pair<index_t, bool> find_or_add(const index_t* sizes) {
+    const std::size_t h = hash(sizes);
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t at = h & mask; slots_[at] != 0; at = (at + 1) & mask) {
+      const index_t* known = keys_.data() + (slots_[at] - 1) * columns_;
+      index_t d = 0;
+      while (d < columns_ && known[d] == sizes[d])
+        ++d;
+      if (d == columns_) return {slots_[at] - 1, false};
+    }
+    keys_.insert(keys_.end(), sizes, sizes + columns_);
+    ++count_;
+    if (2 * count_ > static_cast<index_t>(slots_.size()))
+      rehash(2 * slots_.size());
+    else
+      place(count_, h);
+    return {count_ - 1, true};
+  }
+
+ private:
+  std::size_t hash(const index_t* sizes) const {
+    std::size_t h = 1469598103934665603ull;  // FNV-1a over the sizes
+    for (index_t d = 0; d < columns_; ++d)
+      h = (h ^ static_cast<std::size_t>(sizes[d])) * 1099511628211ull;
+    return h;
+  }
+  void place(index_t id, std::size_t h) {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t at = h & mask;
+    while (slots_[at] != 0)
+      at = (at + 1) & mask;
+    slots_[at] = id;
+  }
+  void rehash(std::size_t size) {
+    slots_.assign(size, 0);
+    for (index_t c = 0; c < count_; ++c)
+      place(c + 1, hash(keys_.data() + c * columns_));
+  }
+
+  index_t columns_;
+  index_t count_ = 0;
+  std::vector<index_t> keys_;   // columns_ sizes per class
+  std::vector<index_t> slots_;  // class + 1, or 0 for an empty slot
+};
+
 }  // namespace detail
 
 /// Each tensor's shape without its last dim, as a (len(list), rank - 1) tensor.
@@ -106,10 +164,11 @@ inline Tensor<index_t> get_first_idx(const Tensor<index_t>& numel_per_tensor) {
     detail::fail<ShapeError>("get_first_idx", "numel_per_tensor must be 1-d, got shape ",
                              numel_per_tensor.shape());
   const index_t batch = numel_per_tensor.size(0);
+  const Tensor<index_t> counts = numel_per_tensor.contiguous();
   Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch + 1});
   out.data()[0] = 0;
   for (index_t i = 0; i < batch; ++i) {
-    const index_t n = numel_per_tensor(i);
+    const index_t n = counts.data()[i];
     if (n < 0)
       detail::fail<ValueError>("get_first_idx", "numel_per_tensor[", i, "] = ", n,
                                " is negative; expected >= 0");

@@ -15,7 +15,12 @@ namespace detail {
 
 class BlockCache {
  public:
-  static constexpr std::size_t min_block_bytes = std::size_t(1) << 20;
+  // From 64 KiB: a batch's metadata (8 bytes per element) reaches it at B = 8192, and below
+  // glibc's mmap threshold such buffers come from the heap, whose top is returned to the system
+  // (and faulted back in) whenever a freed result leaves more than 128 KiB free there.
+  static constexpr std::size_t min_block_bytes = std::size_t(1) << 16;
+  // The blocks held at once, so finding one stays a short scan.
+  static constexpr std::size_t max_blocks = 256;
 
   /// The process's cache. Never destroyed, so a storage freed at any point of static destruction
   /// (a tensor held by another static object, say) still finds it; the blocks it holds at exit
@@ -25,8 +30,16 @@ class BlockCache {
     return *cache;
   }
 
-  /// A block of at least `bytes` (aligned as Eigen's allocator aligns).
-  void* allocate(std::size_t bytes) {
+  /// A buffer and its size in bytes.
+  struct Block {
+    void* data;
+    std::size_t bytes;
+  };
+
+  /// A block of at least `bytes` (aligned as Eigen's allocator aligns). A cached block may be up
+  /// to twice that: its owner hands the block's own size back to release(), so a block keeps its
+  /// size however often it is reused for smaller requests.
+  Block allocate(std::size_t bytes) {
     if (bytes >= min_block_bytes) {
       std::lock_guard<std::mutex> lock(mutex_);
       // Best fit among blocks no more than twice the request, so a small request does not pin
@@ -40,10 +53,10 @@ class BlockCache {
         Block block = blocks_[best];
         blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
         cached_bytes_ -= block.bytes;
-        return block.data;
+        return block;
       }
     }
-    return Eigen::internal::aligned_malloc(bytes > 0 ? bytes : 1);
+    return {Eigen::internal::aligned_malloc(bytes > 0 ? bytes : 1), bytes};
   }
 
   /// Returns a block from allocate(); large ones are kept while the cache has room.
@@ -51,6 +64,11 @@ class BlockCache {
     if (bytes >= min_block_bytes) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (cached_bytes_ + bytes <= limit_bytes_) {
+        if (blocks_.size() == max_blocks) {  // the oldest block goes
+          cached_bytes_ -= blocks_.front().bytes;
+          Eigen::internal::aligned_free(blocks_.front().data);
+          blocks_.erase(blocks_.begin());
+        }
         blocks_.push_back({data, bytes});
         cached_bytes_ += bytes;
         return;
@@ -77,10 +95,6 @@ class BlockCache {
   BlockCache& operator=(const BlockCache&) = delete;
 
  private:
-  struct Block {
-    void* data;
-    std::size_t bytes;
-  };
   BlockCache() = default;
   void trim_locked() {
     while (cached_bytes_ > limit_bytes_ && !blocks_.empty()) {
@@ -98,7 +112,7 @@ class BlockCache {
 
 }  // namespace detail
 
-/// Caps the memory tbatch keeps from freed large (>= 1 MiB) buffers for reuse; 0 disables the
+/// Caps the memory tbatch keeps from freed buffers of 64 KiB or more for reuse; 0 disables the
 /// cache and frees what it holds. The default is 512 MiB.
 inline void set_buffer_cache_limit(std::size_t bytes) {
   detail::BlockCache::instance().set_limit(bytes);

@@ -54,7 +54,7 @@ class Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   ~Storage() {
-    if (!borrowed_) detail::BlockCache::instance().release(data_, bytes_);
+    if (!borrowed_) detail::BlockCache::instance().release(data_, capacity_);
   }
 
   void* data() { return data_; }
@@ -66,14 +66,17 @@ class Storage {
 
   /// For allocate() and borrow() only (through make_shared, which needs public constructors).
   Storage(Private, index_t bytes)
-      : data_(detail::BlockCache::instance().allocate(std::size_t(bytes))),
-        bytes_(std::size_t(bytes)) {}
+      : Storage(detail::BlockCache::instance().allocate(std::size_t(bytes)), bytes) {}
   Storage(Private, void* data, index_t bytes)
-      : data_(data), bytes_(std::size_t(bytes)), borrowed_(true) {}
+      : data_(data), bytes_(std::size_t(bytes)), capacity_(bytes_), borrowed_(true) {}
 
  private:
+  Storage(detail::BlockCache::Block block, index_t bytes)
+      : data_(block.data), bytes_(std::size_t(bytes)), capacity_(block.bytes) {}
+
   void* data_;
   std::size_t bytes_;
+  std::size_t capacity_;  // the block's size, which may exceed bytes_ (see BlockCache)
   bool borrowed_ = false;
   std::shared_ptr<const void> owner_;
 };

@@ -225,6 +225,15 @@ inline index_t border_source(PadMode mode, const PadDim& p, index_t j) {
   return m + p.before;
 }
 
+/// The source index output position `j` of dim `p` reads: j - before inside the source, the
+/// mode's index rule in a border, -1 in a constant border.
+inline index_t source_index(PadMode mode, const PadDim& p, index_t j) {
+  const index_t c = j - p.before;
+  if (c >= 0 && c < p.size_in) return c;
+  if (mode == PadMode::constant) return -1;
+  return border_source(mode, p, j) - p.before;
+}
+
 /// True when both borders of a dim copy only positions of the written interior [lo, hi); a
 /// crop on the far side can remove the data a border mirrors (reflect (2, -3) of 4 elements).
 inline bool borders_read_interior(PadMode mode, const PadDim& p) {
@@ -276,6 +285,45 @@ void copy_row(T* out, const T* in, index_t n) {
   if (i < n) std::memcpy(static_cast<void*>(out + n - chunk), in + n - chunk, chunk * sizeof(T));
 }
 
+/// How each row (along the last dim, dense on both sides) of a pad is written: [left border |
+/// source columns | right border], the borders `value` in constant mode, else copied from the
+/// source row by the mode's rule. A crop of the last dim is a narrower window of the row.
+template <class T>
+struct RowPadder {
+  index_t lo, hi, size_out;
+  index_t first;  // the source column of output column lo
+  bool constant;
+  T value;
+  std::vector<index_t> left, right;  // the source column of each border column
+
+  RowPadder(const PadDim& p, PadMode mode, T fill)
+      : lo(p.lo),
+        hi(p.hi),
+        size_out(p.size_out),
+        first(p.lo - p.before),
+        constant(mode == PadMode::constant),
+        value(fill) {
+    if (constant) return;
+    for (index_t j = 0; j < lo; ++j)
+      left.push_back(source_index(mode, p, j));
+    for (index_t j = hi; j < size_out; ++j)
+      right.push_back(source_index(mode, p, j));
+  }
+
+  void write(T* out, const T* in) const {
+    copy_row(out + lo, in + first, hi - lo);
+    if (constant) {
+      std::fill_n(out, lo, value);
+      std::fill_n(out + hi, size_out - hi, value);
+    } else {
+      for (index_t j = 0; j < lo; ++j)
+        out[j] = in[left[static_cast<std::size_t>(j)]];
+      for (index_t j = hi; j < size_out; ++j)
+        out[j] = in[right[static_cast<std::size_t>(j - hi)]];
+    }
+  }
+};
+
 /// The interior copy and the borders of the last two dims in one pass, plane by plane:
 /// `src_planes` and `dst_planes` are the source and destination narrowed to the interior on every
 /// dim but the last two, which are whole; both are dense along the last dim. Each output row of a
@@ -290,36 +338,12 @@ template <class T>
 void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<T>& dst_planes,
                       const PadDim& ph, const PadDim& pw, PadMode mode, T value, Stores stores) {
   const index_t rank = dst_planes.dim();
-  const bool constant = mode == PadMode::constant;
   // The source row each output row of a plane copies; -1 for a constant border row.
   std::vector<index_t> source_rows(static_cast<std::size_t>(ph.size_out));
-  for (index_t j = 0; j < ph.size_out; ++j) {
-    const bool interior = j >= ph.lo && j < ph.hi;
-    source_rows[static_cast<std::size_t>(j)] = interior   ? j - ph.before
-                                               : constant ? -1
-                                                          : border_source(mode, ph, j) - ph.before;
-  }
-  std::vector<index_t> left, right;  // the source column each border column copies
-  if (!constant) {
-    for (index_t j = 0; j < pw.lo; ++j)
-      left.push_back(border_source(mode, pw, j) - pw.before);
-    for (index_t j = pw.hi; j < pw.size_out; ++j)
-      right.push_back(border_source(mode, pw, j) - pw.before);
-  }
-  const index_t lo = pw.lo, hi = pw.hi, size_out = pw.size_out, width = hi - lo;
-  const index_t first = lo - pw.before;  // source column of output column lo
-  auto write_row = [&](T* out, const T* in) {
-    copy_row(out + lo, in + first, width);
-    if (constant) {
-      std::fill_n(out, lo, value);
-      std::fill_n(out + hi, size_out - hi, value);
-    } else {
-      for (index_t j = 0; j < lo; ++j)
-        out[j] = in[left[static_cast<std::size_t>(j)]];
-      for (index_t j = hi; j < size_out; ++j)
-        out[j] = in[right[static_cast<std::size_t>(j - hi)]];
-    }
-  };
+  for (index_t j = 0; j < ph.size_out; ++j)
+    source_rows[static_cast<std::size_t>(j)] = source_index(mode, ph, j);
+  const RowPadder<T> row_padder(pw, mode, value);
+  const index_t lo = pw.lo, size_out = pw.size_out, width = pw.hi - lo;
   const index_t in_row = src_planes.strides()[rank - 2], out_row = dst_planes.strides()[rank - 2];
   auto write_plane = [&](T* out, const T* in) {
     for (index_t j = 0; j < ph.size_out; ++j) {
@@ -328,11 +352,11 @@ void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<
       if (source_row < 0)
         std::fill_n(row, size_out, value);
       else
-        write_row(row, in + source_row * in_row);
+        row_padder.write(row, in + source_row * in_row);
     }
   };
   [[maybe_unused]] const bool streamed =
-      constant && stores == Stores::streaming && out_row == size_out &&
+      row_padder.constant && stores == Stores::streaming && out_row == size_out &&
       size_out * index_t(sizeof(T)) >= index_t(stream_line) && constant_rows_supported();
   [[maybe_unused]] const ConstantRows rows{.rows = ph.size_out,
                                            .row_length = size_out,
@@ -346,7 +370,7 @@ void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<
       [&](index_t n, const std::array<index_t, 2>& stride, T* out, const T* in) {
 #if TBATCH_CONSTANT_ROWS
         if (streamed) {
-          stream_constant_planes(out, in + first, n, stride, rows, value);
+          stream_constant_planes(out, in + row_padder.first, n, stride, rows, value);
           return;
         }
 #endif
@@ -507,39 +531,65 @@ Tensor<T> pad_tensor(const Tensor<T>& x, const std::vector<DimPad>& pads, PadMod
   return out;
 }
 
-/// Per-element (B, rank - 1) shape_per_tensor of padded element shapes.
-inline Tensor<index_t> shapes_to_shape_per_tensor(const std::vector<Shape>& shapes,
-                                                  index_t element_rank) {
-  const index_t batch = static_cast<index_t>(shapes.size());
-  Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch, element_rank - 1});
-  for (index_t i = 0; i < batch; ++i)
-    for (index_t d = 0; d + 1 < element_rank; ++d)
-      out.data()[i * (element_rank - 1) + d] = shapes[static_cast<std::size_t>(i)][d];
-  return out;
+/// The padded sizes of a batch's elements, checked against the mode's limits once per class of
+/// equal sizes (the first failing element is named, as classes are met in element order).
+struct PaddedSizes {
+  Tensor<index_t> sizes;                // (B, rank - 1): the output's shape_per_tensor
+  std::vector<index_t> class_of;        // each element's class
+  std::vector<index_t> first_of_class;  // the first element of each class
+  index_t most_rows = 0;                // the most rows (dims but the last) of an element
+};
+
+template <Batch B>
+PaddedSizes padded_sizes(const B& batch, const std::vector<DimPad>& pads, PadMode mode) {
+  const index_t batch_size = batch.batch_size(), columns = batch.element_rank() - 1;
+  const Tensor<index_t> sizes_in = batch.shape_per_tensor();
+  const index_t* in = sizes_in.data();
+  PaddedSizes result{Tensor<index_t>::empty(Shape{batch_size, columns}),
+                     std::vector<index_t>(static_cast<std::size_t>(batch_size)),
+                     {},
+                     0};
+  index_t* out = result.sizes.data();
+  SizeClasses classes(columns);
+  for (index_t i = 0; i < batch_size; ++i) {
+    const auto [c, added] = classes.find_or_add(in + i * columns);
+    result.class_of[static_cast<std::size_t>(i)] = c;
+    if (added) {
+      result.first_of_class.push_back(i);
+      const Shape shape = padded_shape(batch.shape_of(i), pads, mode, "pad", i);
+      index_t rows = 1;
+      for (index_t d = 0; d < columns; ++d)
+        rows = checked_mul(rows, out[i * columns + d] = shape[d], "pad");
+      result.most_rows = std::max(result.most_rows, rows);
+    } else {
+      std::copy_n(out + result.first_of_class[static_cast<std::size_t>(c)] * columns, columns,
+                  out + i * columns);
+    }
+  }
+  return result;
 }
 
-/// A batch of the same layout as `batch` for elements of `shapes` (already padded and
-/// checked), allocated but with only the batch padding written (with `value`). Padded slots
-/// grow by the pads (max_shape + before + after); packed rows follow the new shapes.
+/// A batch of the same layout as `batch` for elements of `sizes` (padded and checked),
+/// allocated, nothing written. Padded slots grow by the pads (max_shape + before + after);
+/// packed rows follow the new sizes.
 template <Batch B>
-B allocate_padded_batch(const B& batch, const std::vector<Shape>& shapes,
-                        const std::vector<DimPad>& pads, PadMode mode,
-                        typename B::value_type value) {
+B allocate_padded_batch(const B& batch, const Tensor<index_t>& sizes,
+                        const std::vector<DimPad>& pads, PadMode mode) {
   using T = typename B::value_type;
-  const index_t rank = batch.element_rank();
   if constexpr (std::is_same_v<B, PackedBatch<T>>) {
     const Shape last =
         padded_shape(Shape{batch.last_dim()}, {pads.back()}, PadMode::constant, "pad");
-    Tensor<index_t> rows = Tensor<index_t>::empty(Shape{static_cast<index_t>(shapes.size())});
-    for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const index_t batch_size = sizes.size(0), columns = sizes.size(1);
+    Tensor<index_t> rows = Tensor<index_t>::empty(Shape{batch_size});
+    for (index_t i = 0; i < batch_size; ++i) {
       index_t n = 1;
-      for (index_t d = 0; d + 1 < rank; ++d)
-        n = checked_mul(n, shapes[i][d], "pad");
+      for (index_t d = 0; d < columns; ++d)
+        n = checked_mul(n, sizes.data()[i * columns + d], "pad");
       rows.data()[i] = n;
     }
     const Tensor<index_t> first_idx = get_first_idx(rows);
-    Tensor<T> data = Tensor<T>::empty(Shape{first_idx.data()[shapes.size()], last[0]});
-    return PackedBatch<T>(std::move(data), shapes_to_shape_per_tensor(shapes, rank), first_idx);
+    Tensor<T> data = Tensor<T>::empty(Shape{first_idx.data()[batch_size], last[0]});
+    return PackedBatch<T>(std::move(data), sizes, first_idx);
   } else {
     // Exact: every slot is an element, so the mode's limits apply even to an empty batch;
     // padded: the slot's sizes only need to stay >= 0.
@@ -549,32 +599,146 @@ B allocate_padded_batch(const B& batch, const std::vector<Shape>& shapes,
     for (index_t s : padded_shape(slot, pads, slot_mode, "pad"))
       data_shape.push_back(s);
     Tensor<T> data = Tensor<T>::empty(data_shape);
-    if constexpr (std::is_same_v<B, ExactBatch<T>>) {
+    if constexpr (std::is_same_v<B, ExactBatch<T>>)
       return ExactBatch<T>(std::move(data));
-    } else {
-      for (std::size_t i = 0; i < shapes.size(); ++i)
-        fill_padding(data.select(0, static_cast<index_t>(i)), shapes[i], value);
-      return PaddedBatch<T>(std::move(data), shapes_to_shape_per_tensor(shapes, rank));
+    else
+      return PaddedBatch<T>(std::move(data), sizes);
+  }
+}
+
+/// For each row (position over all dims but the last) of `rows_shape`, where the padded element
+/// reads it from: the offset of the source row from the element's start (the element's dims
+/// are `plan`, its strides `in_strides`), or -1 for a row of `value`: a constant border row, or
+/// a row outside the padded element (rows_shape may be a padded batch's slot). Built with the
+/// view engine: each dim's offsets spread over the others and summed.
+inline Tensor<index_t> source_rows_of(const Shape& rows_shape, const std::vector<PadDim>& plan,
+                                      const Strides& in_strides, PadMode mode) {
+  Tensor<index_t> sources(rows_shape, index_t(0));
+  const auto rows_rank = static_cast<index_t>(rows_shape.size());
+  for (index_t d = 0; d < rows_rank; ++d) {
+    const PadDim& p = plan[static_cast<std::size_t>(d)];
+    Tensor<index_t> along = Tensor<index_t>::empty(Shape{rows_shape[d]});
+    for (index_t j = 0; j < rows_shape[d]; ++j) {
+      const index_t source = j < p.size_out ? source_index(mode, p, j) : -1;
+      along.data()[j] = source < 0 ? -1 : source * in_strides[d];
+    }
+    Strides spread(std::size_t(rows_rank), 0);
+    spread[d] = 1;
+    for_each([](index_t& row, const index_t& part) { row = row < 0 || part < 0 ? -1 : row + part; },
+             sources.view(),
+             StridedView<const index_t>(along.view()).with_layout(Layout{rows_shape, spread, 0}));
+  }
+  return sources;
+}
+
+/// Rows an element (or a padded batch's slot) may have for pad_batch_by_rows, so that its table
+/// of source rows stays small.
+inline constexpr index_t pad_rows_limit = 4096;
+/// Rows of source-row tables kept at once (8 bytes each) before they are dropped and rebuilt.
+inline constexpr index_t pad_rows_cache = index_t(1) << 17;
+
+/// pad of a batch whose elements are rows dense along the last dim, into `out` (allocated),
+/// row by row: each output row is a source row padded by one RowPadder, or `value`. Elements of
+/// a class of equal sizes share one table of source rows (source_rows_of), so an element costs
+/// its rows and no planning. The output is written whole (a padded batch's slot padding
+/// included) and in address order, through the cache.
+template <Batch B>
+void pad_batch_by_rows(const B& batch, B& out, const PaddedSizes& padded,
+                       const std::vector<DimPad>& pads, PadMode mode,
+                       typename B::value_type value) {
+  using T = typename B::value_type;
+  const index_t columns = batch.element_rank() - 1;
+  Shape element_shape = Shape::filled(std::size_t(batch.element_rank()), 0);
+  element_shape.set(columns, batch.last_dim());  // the other dims' sizes are per class
+  const std::vector<PadDim> plan = plan_pad(element_shape, pads);
+  const RowPadder<T> row_padder(plan.back(), mode, value);
+  const index_t row_length = row_padder.size_out;
+  const Tensor<index_t> sizes_in = batch.shape_per_tensor();
+  Tensor<T> out_data = out.data();
+  const Shape& out_shape = out_data.shape();
+  const Shape slot_rows(out_shape.begin() + 1, out_shape.end() - 1);  // padded batches only
+
+  auto table_of = [&](index_t c) {
+    const index_t i = padded.first_of_class[static_cast<std::size_t>(c)];
+    std::vector<PadDim> element_plan = plan;
+    Shape rows_shape =
+        std::is_same_v<B, PaddedBatch<T>> ? slot_rows : Shape::filled(std::size_t(columns), 0);
+    for (index_t d = 0; d < columns; ++d) {
+      PadDim& p = element_plan[static_cast<std::size_t>(d)];
+      p = plan_pad(Shape{sizes_in.data()[i * columns + d]}, {DimPad{p.before, p.after}})[0];
+      if constexpr (!std::is_same_v<B, PaddedBatch<T>>) rows_shape.set(d, p.size_out);
+    }
+    return source_rows_of(rows_shape, element_plan, batch.element(i).strides(), mode);
+  };
+  // The tables, one after another in `arena`; a class's span starts at -1 until it is built.
+  struct Span {
+    index_t start = -1, count = 0;
+  };
+  std::vector<Span> spans(padded.first_of_class.size());
+  std::vector<index_t> arena;
+  const T* in = batch.data().data();
+  T* written = out_data.data();
+  const auto in_place = element_placement(batch);
+  const auto out_place = element_placement(out);
+  for (index_t i = 0; i < batch.batch_size(); ++i) {
+    Span& span = spans[static_cast<std::size_t>(padded.class_of[static_cast<std::size_t>(i)])];
+    if (span.start < 0) {
+      if (static_cast<index_t>(arena.size()) > pad_rows_cache) {  // many sizes: start again
+        arena.clear();
+        std::fill(spans.begin(), spans.end(), Span{});
+      }
+      const Tensor<index_t> table = table_of(padded.class_of[static_cast<std::size_t>(i)]);
+      span = Span{static_cast<index_t>(arena.size()), table.numel()};
+      arena.insert(arena.end(), table.data(), table.data() + span.count);
+    }
+    const index_t* sources = arena.data() + span.start;
+    const index_t n = span.count;
+    const T* element = in + in_place.start(i);
+    T* target = written + out_place.start(i);
+    for (index_t r = 0; r < n;) {
+      if (sources[r] >= 0) {
+        row_padder.write(target, element + sources[r]);
+        ++r;
+        target += row_length;
+        continue;
+      }
+      index_t fills = 1;  // consecutive rows of `value` are one fill
+      while (r + fills < n && sources[r + fills] < 0)
+        ++fills;
+      std::fill_n(target, fills * row_length, value);
+      r += fills;
+      target += fills * row_length;
     }
   }
 }
 
 /// pad for every batch layout, once: each element(i) is padded into element(i) of a result of
-/// the same layout, so borders only ever read the element's own data.
+/// the same layout, so borders only ever read the element's own data. Elements with rows dense
+/// along the last dim and at most pad_rows_limit rows (a padded batch: per slot) go row by row
+/// (pad_batch_by_rows); larger ones through pad_views, whose per-call planning their size
+/// repays.
 template <Batch B>
 B pad_batch(const B& batch, const std::vector<DimPad>& pads, PadMode mode,
             typename B::value_type value) {
   using T = typename B::value_type;
-  std::vector<Shape> shapes;
-  shapes.reserve(static_cast<std::size_t>(batch.batch_size()));
-  for (index_t i = 0; i < batch.batch_size(); ++i)
-    shapes.push_back(padded_shape(batch.shape_of(i), pads, mode, "pad", i));
-  B out = allocate_padded_batch(batch, shapes, pads, mode, value);
+  constexpr bool padded_layout = std::is_same_v<B, PaddedBatch<T>>;
+  const PaddedSizes padded = padded_sizes(batch, pads, mode);
+  B out = allocate_padded_batch(batch, padded.sizes, pads, mode);
+  const Tensor<T>& data = out.data();
+  const index_t slot_rows =
+      padded_layout && data.numel() > 0 ? data.numel() / data.size(0) / data.size(-1) : 0;
+  const Tensor<T>& source_data = batch.data();
+  if ((source_data.size(-1) <= 1 || source_data.stride(-1) == 1) &&
+      std::max(padded.most_rows, slot_rows) <= pad_rows_limit) {
+    pad_batch_by_rows(batch, out, padded, pads, mode, value);
+    return out;
+  }
   const Stores stores = stores_for_output(out.data());
   for (index_t i = 0; i < batch.batch_size(); ++i) {
     const Tensor<T> source = batch.element(i);
     Tensor<T> target = out.element(i);
     pad_views<T>(source.view(), target.view(), pads, mode, value, stores);
+    if constexpr (padded_layout) fill_padding(out.data().select(0, i), out.shape_of(i), value);
   }
   return out;
 }

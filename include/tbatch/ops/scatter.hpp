@@ -744,18 +744,6 @@ void index_add_into(const char* function, Tensor<T>& self_tensor, index_t dim,
   }
 }
 
-/// The same batch layout around new data (same shapes and metadata).
-template <Batch B>
-B with_data(const B& batch, Tensor<typename B::value_type> data) {
-  using T = typename B::value_type;
-  if constexpr (std::is_same_v<B, PackedBatch<T>>)
-    return PackedBatch<T>(std::move(data), batch.shape_per_tensor(), batch.first_idx());
-  else if constexpr (std::is_same_v<B, PaddedBatch<T>>)
-    return PaddedBatch<T>(std::move(data), batch.shape_per_tensor());
-  else
-    return B(std::move(data));
-}
-
 /// Ragged-aware scatter, written once over element views: update k is row
 /// local_index[k] of element element_index[k]; each element's view (offset and strides inside
 /// the batch's data) tells where that row lives, whatever the layout.
@@ -782,59 +770,52 @@ void scatter_elements_into(const char* function, const B& batch,
     fail<ShapeError>(function, "updates has shape ", updates.shape(), " but ", n,
                      " updates of rows of size ", last_dim, " need [", n, ", ", last_dim, "]");
 
-  // Where each element lives: its offset in the storage and the strides and sizes of its rows.
-  std::vector<index_t> element_offset(static_cast<std::size_t>(batch_size));
-  std::vector<index_t> element_layout(static_cast<std::size_t>(
-      checked_mul(checked_mul(batch_size, coords, function), 2, function)));
-  for (index_t e = 0; e < batch_size; ++e) {
-    const Tensor<T> element = batch.element(e);
-    element_offset[static_cast<std::size_t>(e)] = element.offset();
-    for (index_t c = 0; c < coords; ++c) {
-      const auto at = static_cast<std::size_t>((e * coords + c) * 2);
-      element_layout[at] = element.size(c);
-      element_layout[at + 1] = element.stride(c);
-    }
-  }
-  const Tensor<index_t> local = flat_local ? local_index.unsqueeze(1) : local_index;
+  // Each element's place, sizes and strides come from the metadata (element_placement), so the
+  // cost is per update, never per element. The offset of each update's target row is found
+  // while its indices are checked, before anything is written, so later writes cannot change it
+  // even when an index tensor shares memory with the data.
+  const Tensor<index_t> sizes = batch.shape_per_tensor();
+  const index_t* element_sizes = sizes.data();
+  const Tensor<index_t> element_of = element_index.contiguous();
+  const Tensor<index_t> local = (flat_local ? local_index.unsqueeze(1) : local_index).contiguous();
+  const index_t* targets_in = element_of.data();
+  const index_t* positions_in = local.data();
+  Tensor<T> data = batch.data();
+  const index_t data_offset = data.offset();
+  const auto placement = element_placement(batch);
+  Tensor<index_t> target_rows = Tensor<index_t>::empty(Shape{n});
+  index_t* row_offset = target_rows.data();
   for (index_t k = 0; k < n; ++k) {
-    const index_t e = element_index(k);
+    const index_t e = targets_in[k];
     if (e < 0 || e >= batch_size)
       fail<IndexError>(function, "element_index[", k, "] = ", e, " is out of range for a batch of ",
                        batch_size, " elements", expected_range(batch_size));
+    index_t offset = data_offset + placement.start(e);
     for (index_t c = 0; c < coords; ++c) {
-      const index_t value = local(k, c),
-                    size = element_layout[static_cast<std::size_t>((e * coords + c) * 2)];
+      const index_t value = positions_in[k * coords + c], size = element_sizes[e * coords + c];
       if (value < 0 || value >= size)
         fail<IndexError>(
             function,
             flat_local ? concat("local_index[", k, "]") : concat("local_index[", k, ", ", c, "]"),
             " = ", value, " is out of range for element ", e, ", whose dim ", c, " has size ", size,
             " (element shape ", batch.shape_of(e), ")", expected_range(size));
+      offset += value * placement.stride(element_sizes + e * coords, c);
     }
+    row_offset[k] = offset;
   }
-  Tensor<T> data = batch.data();
   check_distinct_elements(data.view(), function, "the batch's data");
 
-  const Tensor<index_t> targets = unaliased(element_index, data.view());
-  const Tensor<index_t> positions = unaliased(local, data.view());
   const Tensor<T> source = unaliased(updates, data.view());
-  const index_t last_stride = data.stride(-1);
   const StridedView<T> base =
-      data.view().with_layout(Layout{Shape{n, last_dim}, {0, last_stride}, 0});
-  auto offset_of = [&](index_t k) {
-    const index_t e = targets(k);
-    index_t offset = element_offset[static_cast<std::size_t>(e)];
-    for (index_t c = 0; c < coords; ++c)
-      offset +=
-          positions(k, c) * element_layout[static_cast<std::size_t>((e * coords + c) * 2 + 1)];
-    return offset;
-  };
+      data.view().with_layout(Layout{Shape{n, last_dim}, {0, data.stride(-1)}, 0});
+  const StridedView<const index_t> at = StridedView<const index_t>(target_rows.view())
+                                            .with_layout(Layout{Shape{n, last_dim}, {1, 0}, 0});
   if (overwrite) {
-    scatter_at_offsets(source.view(), base, offset_of, AssignOp<T>{});
+    scatter_along(source.view(), at, 1, base, AssignOp<T>{});
   } else if constexpr (!std::is_same_v<T, bool>) {
     const T zero(0);
-    scatter_at_offsets(broadcast_value(zero, source.shape()), base, offset_of, AssignOp<T>{});
-    scatter_at_offsets(source.view(), base, offset_of, SumOp<T>{});
+    scatter_along(broadcast_value(zero, source.shape()), at, 1, base, AssignOp<T>{});
+    scatter_along(source.view(), at, 1, base, SumOp<T>{});
   }
 }
 
@@ -956,7 +937,7 @@ Tensor<T>& index_add_(Tensor<T>& self, index_t dim, const Tensor<index_t>& index
 template <Batch B>
 B scatter(const B& batch, const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
           const Tensor<typename B::value_type>& updates, bool overwrite = true) {
-  B out = detail::with_data(batch, batch.data().clone());
+  B out = batch.with_data(batch.data().clone());
   detail::scatter_elements_into("scatter", out, element_index, local_index, updates, overwrite);
   return out;
 }

@@ -474,16 +474,18 @@ PaddedBatch<T> space_to_batch_nd(const PaddedBatch<T>& batch,
                                "element's data off index 0 of its slot; pad the end only");
   const index_t elements = batch.batch_size(), columns = batch.element_rank() - 1;
   const index_t outputs = plan.blocked_shape[0];
-  const Tensor<index_t>& sizes = batch.shape_per_tensor();
+  const index_t* sizes = batch.shape_per_tensor().data();  // contiguous, as the batch keeps it
   Tensor<index_t> out_sizes = Tensor<index_t>::empty(Shape{outputs, columns});
-  for (index_t n = 0; n < outputs; ++n) {
-    const index_t b = n % elements;
-    const std::vector<index_t> k = detail::block_offsets(n / elements, block_shape);
-    for (index_t d = 0; d < columns; ++d) {
-      const auto at = static_cast<std::size_t>(d);
-      out_sizes(n, d) =
-          at < k.size() ? detail::blocked_extent(sizes(b, d), k[at], block_shape[at]) : sizes(b, d);
-    }
+  index_t* out = out_sizes.data();
+  // Output n = block * elements + b: element b seen from one block offset.
+  for (index_t block = 0; elements > 0 && block < outputs / elements; ++block) {
+    const std::vector<index_t> k = detail::block_offsets(block, block_shape);
+    for (index_t b = 0; b < elements; ++b, out += columns)
+      for (index_t d = 0; d < columns; ++d) {
+        const auto at = static_cast<std::size_t>(d);
+        const index_t size = sizes[b * columns + d];
+        out[d] = at < k.size() ? detail::blocked_extent(size, k[at], block_shape[at]) : size;
+      }
   }
   Tensor<T> data = Tensor<T>::empty(plan.blocked_shape);
   detail::run_space_to_batch<T>(plan, batch.data().view(), data.view(), pad_value);
