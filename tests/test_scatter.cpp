@@ -96,7 +96,7 @@ Tensor<T> small_values(const Shape& shape, std::mt19937& rng, int lo = -5, int h
   }
   std::uniform_int_distribution<int> dist(lo, hi);
   Tensor<T> out(shape);
-  for (index_t i = 0; i < out.numel(); ++i)
+  for (index_t i = 0, n = out.numel(); i < n; ++i)
     out.data()[i] = value_of<T>(dist(rng));
   return out;
 }
@@ -104,7 +104,7 @@ Tensor<T> small_values(const Shape& shape, std::mt19937& rng, int lo = -5, int h
 Tensor<index_t> random_indices(const Shape& shape, index_t size, std::mt19937& rng) {
   std::uniform_int_distribution<index_t> dist(0, size - 1);
   Tensor<index_t> out(shape);
-  for (index_t i = 0; i < out.numel(); ++i)
+  for (index_t i = 0, n = out.numel(); i < n; ++i)
     out.data()[i] = dist(rng);
   return out;
 }
@@ -175,6 +175,34 @@ Tensor<T> reference_scatter_reduce(const Tensor<T>& self, index_t dim, const Ten
     if (reduce == Reduce::mean) acc = ref_mean(acc, static_cast<index_t>(all.size()));
     target = acc;
   }
+  return out;
+}
+
+/// Reduce::mean by plain loops: every slot's sum and count over its hits in index order (self's
+/// value first when include_self), then the division; slots never hit keep self. Sums and
+/// counts sit in arrays of self's size, so large shapes stay fast.
+template <class T>
+Tensor<T> reference_scatter_mean(const Tensor<T>& self, index_t dim, const Tensor<index_t>& index,
+                                 const Tensor<T>& src, bool include_self) {
+  Tensor<T> out = self.clone();
+  REQUIRE(out.is_contiguous());
+  const index_t d = dim < 0 ? dim + self.dim() : dim;
+  std::vector<T> sums(static_cast<std::size_t>(out.numel()), T(0));
+  std::vector<index_t> counts(sums.size(), 0);
+  std::vector<index_t> slot;
+  for_each_index(index.shape(), [&](const std::vector<index_t>& p) {
+    slot = p;
+    slot[static_cast<std::size_t>(d)] = element_at(index, p);
+    const auto at = static_cast<std::size_t>(tbatch::testing::element_offset(out, slot));
+    if (counts[at] == 0 && include_self) {
+      sums[at] = element_at(self, slot);
+      counts[at] = 1;
+    }
+    sums[at] = ref_combine(Reduce::sum, sums[at], element_at(src, p));
+    ++counts[at];
+  });
+  for (std::size_t at = 0; at < sums.size(); ++at)
+    if (counts[at] > 0) out.data()[at] = ref_mean(sums[at], counts[at]);
   return out;
 }
 
@@ -641,6 +669,105 @@ TEMPLATE_TEST_CASE("scatter_reduce: randomised against the reference loop",
           CHECK(view == expected);
         }
       }
+  }
+}
+
+/// The index forms Reduce::mean treats apart: one line along `dim` broadcast over the other dims
+/// (stride 0), that line copied into every position (equal lines found by value), and lines
+/// that differ (random, or the copied line with one value changed at the last position).
+enum class MeanIndexForm { broadcast, materialized, differs_at_end, general };
+
+Tensor<index_t> mean_test_index(MeanIndexForm form, const Shape& shape, index_t dim,
+                                index_t targets, std::mt19937& rng) {
+  if (form == MeanIndexForm::general) return random_indices(shape, targets, rng);
+  std::vector<index_t> line_sizes(shape.size(), 1);
+  line_sizes[static_cast<std::size_t>(dim)] = shape[dim];
+  const Tensor<index_t> line = random_indices(Shape(line_sizes), targets, rng);
+  const Tensor<index_t> broadcast = line.expand(shape.to_vector());
+  if (form == MeanIndexForm::broadcast) return broadcast;
+  Tensor<index_t> copied = broadcast.contiguous();
+  if (form == MeanIndexForm::differs_at_end && copied.numel() > shape[dim]) {
+    index_t& last = copied.data()[copied.numel() - 1];
+    last = (last + 1) % targets;
+  }
+  return copied;
+}
+
+TEMPLATE_TEST_CASE("scatter_reduce: mean against plain loops, for every index form",
+                   "[scatter_reduce][random]", float, double, Eigen::half, std::int8_t,
+                   std::int64_t, std::uint8_t) {
+  using T = TestType;
+  std::mt19937 rng(53);
+  for (const MeanIndexForm form : {MeanIndexForm::broadcast, MeanIndexForm::materialized,
+                                   MeanIndexForm::differs_at_end, MeanIndexForm::general})
+    for (int trial = 0; trial < 18; ++trial) {
+      const index_t rank = 1 + trial % 3;
+      const index_t d = (trial / 3) % rank;  // first, middle and last dims over the trials
+      const index_t dim = trial % 2 ? d - rank : d;
+      const Shape self_shape = tbatch::testing::random_shape(rng, rank, 1, 5);
+      Shape index_shape, src_shape;
+      for (index_t k = 0; k < rank; ++k) {
+        // Along dim the index may be longer or shorter than self; elsewhere it may stop short
+        // of self's size, whose slots beyond it are never hit.
+        const index_t size = k == d ? 1 + static_cast<index_t>(rng() % 8)
+                                    : 1 + static_cast<index_t>(rng() % self_shape[k]);
+        index_shape.push_back(size);
+        src_shape.push_back(size + static_cast<index_t>(rng() % 2));
+      }
+      const Tensor<index_t> index = mean_test_index(form, index_shape, d, self_shape[d], rng);
+      for (bool include_self : {true, false}) {
+        const Tensor<T> self = small_values<T>(self_shape, rng);
+        const Tensor<T> src = small_values<T>(src_shape, rng);
+        INFO("form " << static_cast<int>(form) << " trial " << trial << " self " << self_shape
+                     << " dim " << dim << " index " << index_shape << " strides "
+                     << tbatch::detail::listed(index.strides()) << " src " << src_shape
+                     << " include_self " << include_self);
+        const Tensor<T> expected = reference_scatter_mean(self, dim, index, src, include_self);
+        CHECK(scatter_reduce(self, dim, index, src, Reduce::mean, include_self) == expected);
+        if (rank >= 2) {
+          Tensor<T> view = transposed_copy(self);
+          scatter_reduce_(view, dim, index, src, Reduce::mean, include_self);
+          CHECK(view == expected);
+        }
+      }
+    }
+}
+
+TEMPLATE_TEST_CASE("scatter_reduce: mean over selves larger than one block of counts",
+                   "[scatter_reduce][random]", float, std::int64_t) {
+  // A general index makes the counts block by block, at most detail::mean_count_block per block
+  // or one line along dim; each shape here takes several blocks, cut in a different way.
+  using T = TestType;
+  std::mt19937 rng(59);
+  struct Case {
+    Shape self;
+    index_t dim;
+    const char* blocks;
+  };
+  const index_t line = detail::mean_count_block + 7000;
+  const std::vector<Case> cases{
+      {Shape{line, 2}, 0, "one column each: the line is longer than the bound"},
+      {Shape{3, line / 3}, 1, "one row each: fewer than 8 rows fit"},
+      {Shape{40, detail::mean_count_block / 37}, 1, "37 rows, then 3"},
+      {Shape{2, 3, line / 3}, 2, "one of dim 0, then one row of dim 1 each"},
+      {Shape{line / 32, 2, 16}, 0, "one position of dim 1 each, 16 columns whole"},
+      {Shape{12, detail::mean_count_block / 16, 2}, 1, "8 positions of dim 0, then 4"},
+  };
+  for (const Case& c : cases) {
+    REQUIRE(c.self.numel() > detail::mean_count_block);
+    // An eighth as many positions along dim as self has: slots are hit once, twice or never in
+    // every block, and the loops stay short under the sanitizers.
+    Shape index_shape = c.self;
+    index_shape.set(c.dim, c.self[c.dim] / 8);
+    const Tensor<index_t> index = random_indices(index_shape, c.self[c.dim], rng);
+    const Tensor<T> src = small_values<T>(index_shape, rng);
+    const Tensor<T> self = small_values<T>(c.self, rng);
+    for (bool include_self : {true, false}) {
+      INFO("self " << c.self << " dim " << c.dim << " (" << c.blocks << ") include_self "
+                   << include_self);
+      CHECK(scatter_reduce(self, c.dim, index, src, Reduce::mean, include_self) ==
+            reference_scatter_mean(self, c.dim, index, src, include_self));
+    }
   }
 }
 

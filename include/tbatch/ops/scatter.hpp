@@ -360,11 +360,12 @@ std::optional<std::pair<index_t, std::array<index_t, sizeof...(Views)>>> row_run
   return std::pair{plan.run_length(), inner};
 }
 
-/// True when `v` (rank >= 1) only varies along dim 0.
+/// True when the layout of `v` lets it vary along `dim` only: every other dim has size 1 or
+/// stride 0.
 template <class T>
-bool varies_along_rows_only(const StridedView<T>& v) {
-  for (index_t d = 1; d < v.dim(); ++d)
-    if (v.shape()[d] > 1 && v.strides()[d] != 0) return false;
+bool varies_only_along(const StridedView<T>& v, index_t dim) {
+  for (index_t d = 0; d < v.dim(); ++d)
+    if (d != dim && v.shape()[d] > 1 && v.strides()[d] != 0) return false;
   return true;
 }
 
@@ -377,7 +378,7 @@ template <class T, class Op>
 void scatter_along(StridedView<const T> src, StridedView<const index_t> index, index_t scale,
                    StridedView<T> dst_base, const Op& op) {
   check_same_shapes("scatter", src, index, dst_base);
-  if (src.dim() >= 1 && dst_base.strides()[0] == 0 && varies_along_rows_only(index)) {
+  if (src.dim() >= 1 && dst_base.strides()[0] == 0 && varies_only_along(index, 0)) {
     if (const auto run = row_run(src, dst_base)) {
       const auto [length, stride] = *run;
       const index_t rows = src.size(0);
@@ -549,6 +550,113 @@ inline Shape joined(Shape front, const Shape& shape, std::size_t from) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Reduce::mean: the hit counts and the division, without a count per element of self.
+
+/// The line of `index` along `dim` at position 0 of every other dim (which keeps size 1).
+inline StridedView<const index_t> first_line(StridedView<const index_t> index, index_t dim) {
+  for (index_t k = 0; k < index.dim(); ++k)
+    if (k != dim) index = index.narrow(k, 0, 1);
+  return index;
+}
+
+/// True when every line of `index` along `dim` holds the values of the first: its strides say
+/// so (an index expanded over the other dims), or one pass over its values finds no difference
+/// (it stops comparing at the first one).
+inline bool lines_equal_along(const StridedView<const index_t>& index, index_t dim) {
+  if (varies_only_along(index, dim)) return true;
+  const StridedView<const index_t> first = first_line(index, dim).expand(index.shape().to_vector());
+  bool equal = true;
+  for_each_run(
+      "scatter_reduce",
+      [&](index_t n, const std::array<index_t, 2>& stride, const index_t* at, const index_t* line) {
+        if (!equal) return;
+        bool differ = false;  // no early exit inside a run: the loop vectorises
+        for (index_t i = 0; i < n; ++i)
+          differ |= at[i * stride[0]] != line[i * stride[1]];
+        equal = !differ;
+      },
+      index, first);
+  return equal;
+}
+
+/// Adds 1 to counts (zeroed; `index`'s shape but any size along `dim`) at every slot `index`
+/// hits.
+inline void count_hits(const StridedView<const index_t>& index, index_t dim,
+                       const StridedView<index_t>& counts) {
+  const index_t one = 1;
+  scatter_along(broadcast_value(one, index.shape()), index, counts.stride(dim),
+                indexed_base(counts, dim, index.size(dim)), SumOp<index_t>{});
+}
+
+/// Reduce::mean's count scratch holds at most this many counts (2 MiB), or one line along the
+/// indexed dim when that is longer: memory beside the result bounded by a constant or a line,
+/// not a count per element of self. Each block of counts reads the index once more, so a
+/// smaller bound costs passes: at 256 KiB, self [1e4, 16] with a [1e6, 16] index took 16
+/// passes and 3.2x the time of one block.
+inline constexpr index_t mean_count_block = index_t(1) << 18;
+
+/// Calls visit(slots_block, index_block) on blocks that tile `slots` and `index` (same shape
+/// but along `dim`), each whole along `dim` and of at most max_elements elements unless it is
+/// one line. Blocks are cut along the outermost dim other than `dim` first. A block holds
+/// several positions of that dim only when at least 8 fit: fewer could leave the walk runs
+/// of a few elements (when that dim is the innermost), which cost more than the longer runs
+/// along `dim` of one position per block (and one position then holds >= max_elements / 8).
+template <class T, class Visit>
+void for_each_line_block(const StridedView<T>& slots, const StridedView<const index_t>& index,
+                         index_t dim, index_t max_elements, Visit& visit) {
+  index_t cut = 0;
+  while (cut < slots.dim() && (cut == dim || slots.size(cut) == 1))
+    ++cut;
+  if (cut == slots.dim() || slots.numel() <= max_elements) {
+    visit(slots, index);
+    return;
+  }
+  const index_t positions = slots.size(cut);
+  const index_t fit = max_elements / (slots.numel() / positions);
+  const index_t step = fit >= 8 ? fit : 1;
+  for (index_t start = 0; start < positions; start += step) {
+    const index_t length = std::min(step, positions - start);
+    for_each_line_block(slots.narrow(cut, start, length), index.narrow(cut, start, length), dim,
+                        max_elements, visit);
+  }
+}
+
+/// Reduce::mean's last step over `slots`, the part of self that `index` reaches (index's shape
+/// but self's size along `dim`), holding the sums: every slot hit divides by its hit count,
+/// plus one for self's own value when include_self; slots never hit keep self. When every line
+/// of the index along `dim` is the same (one_line), one count per position along `dim` serves
+/// every line; otherwise the counts are made block by block (for_each_line_block) in one
+/// scratch.
+template <class T>
+void divide_by_hit_counts(const StridedView<T>& slots, const StridedView<const index_t>& index,
+                          index_t dim, bool one_line, bool include_self) {
+  const index_t extra = include_self ? 1 : 0;
+  const auto divide = [extra](T& value, const index_t& count) {
+    if (count > 0) value = mean_of(value, count + extra);
+  };
+  if (one_line) {
+    std::vector<index_t> line_sizes(static_cast<std::size_t>(slots.dim()), 1);
+    line_sizes[static_cast<std::size_t>(dim)] = slots.size(dim);
+    Tensor<index_t> counts{Shape(line_sizes)};
+    count_hits(first_line(index, dim), dim, counts.view());
+    for_each(divide, slots,
+             StridedView<const index_t>(counts.view()).expand(slots.shape().to_vector()));
+    return;
+  }
+  Tensor<index_t> scratch = Tensor<index_t>::empty(Shape{0});
+  auto count_and_divide = [&](const StridedView<T>& slot_block,
+                              const StridedView<const index_t>& index_block) {
+    if (scratch.numel() < slot_block.numel())  // the first block is the largest
+      scratch = Tensor<index_t>::empty(Shape{slot_block.numel()});
+    const StridedView<index_t> counts(scratch.data(), slot_block.shape());
+    fill_view(counts, index_t(0), Stores::cached);
+    count_hits(index_block, dim, counts);
+    for_each(divide, slot_block, StridedView<const index_t>(counts));
+  };
+  for_each_line_block(slots, index, dim, mean_count_block, count_and_divide);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Implementations shared by the out-of-place and in-place entry points.
 
 template <class T>
@@ -671,38 +779,27 @@ void scatter_reduce_into(const char* function, Tensor<T>& self_tensor, index_t d
     const Tensor<index_t> at = unaliased(index, self.view());
     const Tensor<T> staged_src = unaliased(src, self.view());
     StridedView<const T> source = staged_src.view();
-    StridedView<T> base = self.view();
+    StridedView<T> slots = self.view();  // the part of self the index reaches
     for (index_t k = 0; k < self.dim(); ++k) {
       source = source.narrow(k, 0, shape[k]);
-      if (k != d) base = base.narrow(k, 0, shape[k]);
+      if (k != d) slots = slots.narrow(k, 0, shape[k]);
     }
-    base = indexed_base(base, d, shape[d]);
+    const StridedView<T> base = indexed_base(slots, d, shape[d]);
     const index_t scale = self.stride(d);
 
+    // Reduce::mean counts the hits of each slot. When every line of the index along d is the
+    // same, one count per position along d serves them all, and the scatters read that one
+    // line broadcast (which the row kernels take).
+    StridedView<const index_t> targets = at.view();
+    const bool one_line = reduce == Reduce::mean && lines_equal_along(targets, d);
+    if (one_line) targets = first_line(targets, d).expand(shape.to_vector());
     if (!include_self) {
       const T identity = reduce_identity<T>(reduce);
-      scatter_along(broadcast_value(identity, shape), at.view(), scale, base, AssignOp<T>{});
-    }
-    Tensor<index_t> counts;
-    if (reduce == Reduce::mean) {
-      counts = Tensor<index_t>(self.shape());
-      StridedView<index_t> count_base = counts.view();
-      for (index_t k = 0; k < self.dim(); ++k)
-        if (k != d) count_base = count_base.narrow(k, 0, shape[k]);
-      const index_t one = 1;
-      scatter_along(broadcast_value(one, shape), at.view(), counts.stride(d),
-                    indexed_base(count_base, d, shape[d]), SumOp<index_t>{});
+      scatter_along(broadcast_value(identity, shape), targets, scale, base, AssignOp<T>{});
     }
     with_reduce_op<T>(reduce,
-                      [&](const auto& op) { scatter_along(source, at.view(), scale, base, op); });
-    if (reduce == Reduce::mean) {
-      const index_t extra = include_self ? 1 : 0;
-      for_each(
-          [extra](T& value, const index_t& count) {
-            if (count > 0) value = mean_of(value, count + extra);
-          },
-          self.view(), StridedView<const index_t>(counts.view()));
-    }
+                      [&](const auto& op) { scatter_along(source, targets, scale, base, op); });
+    if (reduce == Reduce::mean) divide_by_hit_counts(slots, targets, d, one_line, include_self);
   }
 }
 
@@ -891,9 +988,12 @@ Tensor<T> scatter_reduce(const Tensor<T>& self, index_t dim, const Tensor<index_
   return out;
 }
 
-/// In-place scatter_reduce into self. Allocates nothing except, for Reduce::mean, a count per
-/// element of self. Checked before the first write, with scatter_reduce's errors, and
-/// ValueError when self is a broadcast view.
+/// In-place scatter_reduce into self. Allocates nothing unless an input overlaps self (then
+/// that input is copied first), except Reduce::mean's hit counts: one per position along dim
+/// when every line of index along dim holds the same values (an index expanded over the other
+/// dims, or equal by value), else one scratch of at most 2^18 counts (2 MiB) or one line along
+/// dim, reused block by block. Checked before the first write, with scatter_reduce's errors,
+/// and ValueError when self is a broadcast view.
 template <class T>
 Tensor<T>& scatter_reduce_(Tensor<T>& self, index_t dim, const Tensor<index_t>& index,
                            const Tensor<T>& src, Reduce reduce, bool include_self = true) {
