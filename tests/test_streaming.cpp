@@ -111,6 +111,11 @@ TEMPLATE_TEST_CASE("batch conversions, pad and space_to_batch give the same resu
     check_streaming_matches_cached([&] { return pad(x, {1, -2, 0, 0, -1, 2, 1, 1}, mode); });
   }
   check_streaming_matches_cached([&] { return pad(padded, {1, 2, 2, 0}).data(); });
+  // Rows long enough (detail::streamed_row_min_bytes) for the streamed constant-rows writer.
+  const Tensor<T> wide = random_tensor<T>(Shape{3, 4, 400}, rng);
+  check_streaming_matches_cached([&] {
+    return pad(wide, {3, 5, 1, 1}, PadMode::constant, value_of<T>(1));
+  });
 
   const Tensor<T> y = random_tensor<T>(Shape{2, 6, 4, 3}, rng);
   check_streaming_matches_cached([&] {

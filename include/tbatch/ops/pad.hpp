@@ -334,6 +334,12 @@ struct RowPadder {
 /// the cache: streaming its rows (composed in a small buffer, whole lines streamed out)
 /// measured 0.5-1.1x of this on outputs of 3-110 MB. With streaming `stores`, constant mode on
 /// dense output rows of at least a line goes to stream_constant_rows where the CPU has it.
+/// The shortest output row pad_planes_fused streams: composing lines from masked loads costs more
+/// than streaming saves on short rows. 64 MiB outputs padded by one on each side of the last dim
+/// (AVX-512, 2-core VM) took 2.5-2.8x the cached pass's time with rows of 128-192 bytes, 1.13x
+/// at 256, 0.87-0.94x at 384-512.
+inline constexpr index_t streamed_row_min_bytes = 384;
+
 template <class T>
 void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<T>& dst_planes,
                       const PadDim& ph, const PadDim& pw, PadMode mode, T value, Stores stores) {
@@ -357,7 +363,7 @@ void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<
   };
   [[maybe_unused]] const bool streamed =
       row_padder.constant && stores == Stores::streaming && out_row == size_out &&
-      size_out * index_t(sizeof(T)) >= index_t(stream_line) && constant_rows_supported();
+      size_out * index_t(sizeof(T)) >= streamed_row_min_bytes && constant_rows_supported();
   [[maybe_unused]] const ConstantRows rows{.rows = ph.size_out,
                                            .row_length = size_out,
                                            .lo = lo,
