@@ -7,6 +7,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -140,6 +141,68 @@ void BM_small_packed_to_padded(benchmark::State& state) {
   run(state, w.padded_bytes, [&] { return to_padded(w.packed, 0.f); });
 }
 
+// The same conversions as the plain loops a user would write by hand for this case (rank-2
+// contiguous elements: one memcpy per element, one fill of its slot's rest), into a Tensor as
+// tbatch allocates it, and computing only the data (no metadata): how far from memcpy the access
+// pattern itself is, whatever library does it.
+void BM_small_loop_list_to_padded(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  const index_t slot = w.padded.data().numel() / state.range(0);
+  run(state, w.padded_bytes, [&] {
+    Tensor<float> out = Tensor<float>::empty(w.padded.data().shape());
+    float* at = out.data();
+    for (const Tensor<float>& t : w.list) {
+      std::memcpy(at, t.data(), std::size_t(t.numel()) * sizeof(float));
+      std::fill(at + t.numel(), at + slot, 0.f);
+      at += slot;
+    }
+    return out;
+  });
+}
+void BM_small_loop_list_to_packed(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  run(state, w.valid_bytes, [&] {
+    Tensor<float> out = Tensor<float>::empty(w.packed.data().shape());
+    float* at = out.data();
+    for (const Tensor<float>& t : w.list) {
+      std::memcpy(at, t.data(), std::size_t(t.numel()) * sizeof(float));
+      at += t.numel();
+    }
+    return out;
+  });
+}
+void BM_small_loop_padded_to_packed(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  const index_t slot = w.padded.data().numel() / state.range(0);
+  const index_t* rows = w.padded.shape_per_tensor().data();
+  run(state, w.valid_bytes, [&] {
+    Tensor<float> out = Tensor<float>::empty(w.packed.data().shape());
+    float* at = out.data();
+    const float* in = w.padded.data().data();
+    for (index_t i = 0; i < state.range(0); ++i, in += slot) {
+      std::memcpy(at, in, std::size_t(rows[i] * kLastDim) * sizeof(float));
+      at += rows[i] * kLastDim;
+    }
+    return out;
+  });
+}
+void BM_small_loop_packed_to_padded(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  const index_t slot = w.padded.data().numel() / state.range(0);
+  const index_t* first = w.packed.first_idx().data();
+  run(state, w.padded_bytes, [&] {
+    Tensor<float> out = Tensor<float>::empty(w.padded.data().shape());
+    float* at = out.data();
+    const float* in = w.packed.data().data();
+    for (index_t i = 0; i < state.range(0); ++i, at += slot) {
+      const index_t n = (first[i + 1] - first[i]) * kLastDim;
+      std::memcpy(at, in + first[i] * kLastDim, std::size_t(n) * sizeof(float));
+      std::fill(at + n, at + slot, 0.f);
+    }
+    return out;
+  });
+}
+
 // pad each element by one row before and after: {0, 0, 1, 1}.
 const std::vector<index_t> kRowPads{0, 0, 1, 1};
 
@@ -218,6 +281,10 @@ BENCHMARK(BM_small_list_to_padded)->RangeMultiplier(10)->Range(1000, 100000);
 BENCHMARK(BM_small_list_to_packed)->RangeMultiplier(10)->Range(1000, 100000);
 BENCHMARK(BM_small_padded_to_packed)->RangeMultiplier(10)->Range(1000, 100000);
 BENCHMARK(BM_small_packed_to_padded)->RangeMultiplier(10)->Range(1000, 100000);
+BENCHMARK(BM_small_loop_list_to_padded)->RangeMultiplier(10)->Range(1000, 100000);
+BENCHMARK(BM_small_loop_list_to_packed)->RangeMultiplier(10)->Range(1000, 100000);
+BENCHMARK(BM_small_loop_padded_to_packed)->RangeMultiplier(10)->Range(1000, 100000);
+BENCHMARK(BM_small_loop_packed_to_padded)->RangeMultiplier(10)->Range(1000, 100000);
 BENCHMARK(BM_small_pad_packed)->Arg(10000);
 BENCHMARK(BM_small_pad_padded)->Arg(10000);
 BENCHMARK(BM_small_scatter_packed)->Arg(10000);
