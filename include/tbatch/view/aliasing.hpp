@@ -4,7 +4,7 @@
 //  1. An output must not hold one address twice (an expanded or overlapping unfolded view):
 //     ValueError, since the result would depend on the order of the writes.
 //  2. An input that shares an element with the output is read as it was before the call: the
-//     function copies it first.
+//     function copies it first, or reads all of it before its first write.
 // Both tests start with cheap proofs (byte ranges, strides, a common divisor of the strides);
 // only layouts they cannot settle have their element offsets marked one by one, when they span
 // at most exact_alias_check_max offsets. Above that an unsettled case counts as aliased, which for
