@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <concepts>
+#include <cstddef>
 #include <cstring>
 #include <initializer_list>
 #include <optional>
@@ -536,6 +537,59 @@ Tensor<T> pad_tensor(const Tensor<T>& x, const std::vector<DimPad>& pads, PadMod
   pad_views<T>(x.view(), out.view(), pads, mode, value, stores_for_output(out));
   return out;
 }
+
+/// The classes of equal sizes among a batch's elements (rows of shape_per_tensor), numbered
+/// 0, 1, ... in order of first appearance. A hash table, so finding a row's class costs a few
+/// nanoseconds whatever the number of classes.
+class SizeClasses {
+ public:
+  explicit SizeClasses(index_t columns) : columns_(columns), slots_(64, 0) {}
+
+  /// The class of `sizes` (columns values), and whether this call added it.
+  std::pair<index_t, bool> find_or_add(const index_t* sizes) {
+    const std::size_t h = hash(sizes);
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t at = h & mask; slots_[at] != 0; at = (at + 1) & mask) {
+      const index_t* known = keys_.data() + (slots_[at] - 1) * columns_;
+      index_t d = 0;
+      while (d < columns_ && known[d] == sizes[d])
+        ++d;
+      if (d == columns_) return {slots_[at] - 1, false};
+    }
+    keys_.insert(keys_.end(), sizes, sizes + columns_);
+    ++count_;
+    if (2 * count_ > static_cast<index_t>(slots_.size()))
+      rehash(2 * slots_.size());
+    else
+      place(count_, h);
+    return {count_ - 1, true};
+  }
+
+ private:
+  std::size_t hash(const index_t* sizes) const {
+    std::size_t h = 1469598103934665603ull;  // FNV-1a over the sizes
+    for (index_t d = 0; d < columns_; ++d)
+      h = (h ^ static_cast<std::size_t>(sizes[d])) * 1099511628211ull;
+    return h;
+  }
+  void place(index_t id, std::size_t h) {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t at = h & mask;
+    while (slots_[at] != 0)
+      at = (at + 1) & mask;
+    slots_[at] = id;
+  }
+  void rehash(std::size_t size) {
+    slots_.assign(size, 0);
+    for (index_t c = 0; c < count_; ++c)
+      place(c + 1, hash(keys_.data() + c * columns_));
+  }
+
+  index_t columns_;
+  index_t count_ = 0;
+  std::vector<index_t> keys_;   // columns_ sizes per class
+  std::vector<index_t> slots_;  // class + 1, or 0 for an empty slot
+};
 
 /// The padded sizes of a batch's elements, checked against the mode's limits once per class of
 /// equal sizes (the first failing element is named, as classes are met in element order).

@@ -841,9 +841,9 @@ void index_add_into(const char* function, Tensor<T>& self_tensor, index_t dim,
   }
 }
 
-/// Ragged-aware scatter, written once over element views: update k is row
-/// local_index[k] of element element_index[k]; each element's view (offset and strides inside
-/// the batch's data) tells where that row lives, whatever the layout.
+/// Ragged-aware scatter, written once for every layout: update k is row local_index[k] of
+/// element element_index[k]; the element's place and strides in the batch's data (what its view
+/// would say, from the metadata) tell where that row lives.
 template <Batch B>
 void scatter_elements_into(const char* function, const B& batch,
                            const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
@@ -1042,7 +1042,7 @@ B scatter(const B& batch, const Tensor<index_t>& element_index, const Tensor<ind
   return out;
 }
 
-/// In-place ragged-aware scatter into the batch's data (allocates only a per-element table);
+/// In-place ragged-aware scatter into the batch's data (allocates one offset per update);
 /// checked before the first write, with the errors of the copying form.
 template <Batch B>
 B& scatter_(B& batch, const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
