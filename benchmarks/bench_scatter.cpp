@@ -18,6 +18,8 @@
 
 #include <tbatch/tbatch.hpp>
 
+#include "workloads.hpp"
+
 #ifdef TBATCH_BENCH_WITH_TORCH
 #include <torch/torch.h>
 #endif
@@ -40,7 +42,8 @@ struct Inputs {
   Tensor<float> updates{Shape{kUpdates, kCols}};
   Tensor<index_t> random_index{Shape{kUpdates}};
   Tensor<index_t> sorted_index{Shape{kUpdates}};
-  Tensor<index_t> first_idx{Shape{kSegments + 1}};
+  // CSR offsets: kSegments - 1 random cut points, so lengths vary (some are empty).
+  Tensor<index_t> first_idx = tbatch_bench::random_first_idx(kUpdates, kSegments, 7);
 
   Inputs() {
     std::mt19937 rng(7);
@@ -52,15 +55,6 @@ struct Inputs {
       random_index.data()[i] = row(rng);
     std::copy_n(random_index.data(), kUpdates, sorted_index.data());
     std::sort(sorted_index.data(), sorted_index.data() + kUpdates);
-    // Segment ends: kSegments - 1 random cut points, so lengths vary (some are empty).
-    std::uniform_int_distribution<index_t> cut(0, kUpdates);
-    std::vector<index_t> cuts(kSegments - 1);
-    for (auto& c : cuts)
-      c = cut(rng);
-    std::sort(cuts.begin(), cuts.end());
-    first_idx.data()[0] = 0;
-    std::copy(cuts.begin(), cuts.end(), first_idx.data() + 1);
-    first_idx.data()[kSegments] = kUpdates;
   }
   const Tensor<index_t>& index(bool sorted) const { return sorted ? sorted_index : random_index; }
 };

@@ -1,7 +1,8 @@
 #pragma once
-// Inputs shared by the comparison (compare/tbatch_compare.cpp) and the footprint program, so
-// that both measure the same workloads.
+// Inputs shared by the comparison (compare/tbatch_compare.cpp), the footprint program and the
+// Google Benchmark programs, so that they measure the same workloads.
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -29,6 +30,23 @@ inline std::vector<tbatch::Tensor<float>> point_sets(tbatch::index_t n, tbatch::
   for (tbatch::index_t i = 0; i < n; ++i)
     list.push_back(random_tensor(tbatch::Shape{rows(rng), last_dim}, seed + unsigned(i)));
   return list;
+}
+
+/// first_idx of `segments` segments of `rows` rows cut at random places (some empty).
+inline tbatch::Tensor<tbatch::index_t> random_first_idx(tbatch::index_t rows,
+                                                        tbatch::index_t segments, unsigned seed) {
+  tbatch::Tensor<tbatch::index_t> first_idx =
+      tbatch::Tensor<tbatch::index_t>::empty(tbatch::Shape{segments + 1});
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<tbatch::index_t> cut(0, rows);
+  std::vector<tbatch::index_t> cuts(std::size_t(segments - 1));
+  for (auto& c : cuts)
+    c = cut(rng);
+  std::sort(cuts.begin(), cuts.end());
+  first_idx.data()[0] = 0;
+  std::copy(cuts.begin(), cuts.end(), first_idx.data() + 1);
+  first_idx.data()[segments] = rows;
+  return first_idx;
 }
 
 }  // namespace tbatch_bench

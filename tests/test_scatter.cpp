@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "test_support.hpp"
@@ -240,6 +241,21 @@ Tensor<T> transposed_copy(const Tensor<T>& t) {
   Tensor<T> view = Tensor<T>::empty(t.permute(order).shape()).permute(order);
   copy(t.view(), view.view());
   return view;
+}
+
+/// Random index and src shapes for scatter_reduce into `self_shape` along `d`: along d the index
+/// has 1 to `longest` entries (longer or shorter than self); elsewhere it may stop short of self's
+/// size, whose slots beyond it are never hit. src is the index's shape, one larger at random dims.
+std::pair<Shape, Shape> random_scatter_shapes(std::mt19937& rng, const Shape& self_shape, index_t d,
+                                              index_t longest) {
+  Shape index_shape, src_shape;
+  for (index_t k = 0; k < static_cast<index_t>(self_shape.size()); ++k) {
+    const index_t size = k == d ? 1 + static_cast<index_t>(rng() % std::uint64_t(longest))
+                                : 1 + static_cast<index_t>(rng() % std::uint64_t(self_shape[k]));
+    index_shape.push_back(size);
+    src_shape.push_back(size + static_cast<index_t>(rng() % 2));
+  }
+  return {index_shape, src_shape};
 }
 
 }  // namespace
@@ -643,13 +659,7 @@ TEMPLATE_TEST_CASE("scatter_reduce: randomised against the reference loop",
     const Shape self_shape = tbatch::testing::random_shape(rng, rank, 1, 4);
     const index_t dim = static_cast<index_t>(rng() % rank) - (trial % 2 ? rank : 0);
     const index_t d = dim < 0 ? dim + rank : dim;
-    Shape index_shape, src_shape;
-    for (index_t k = 0; k < rank; ++k) {
-      const index_t size = k == d ? 1 + static_cast<index_t>(rng() % 6)
-                                  : 1 + static_cast<index_t>(rng() % self_shape[k]);
-      index_shape.push_back(size);
-      src_shape.push_back(size + static_cast<index_t>(rng() % 2));
-    }
+    const auto [index_shape, src_shape] = random_scatter_shapes(rng, self_shape, d, 6);
     const Tensor<index_t> index = random_indices(index_shape, self_shape[d], rng);
     for (Reduce reduce : {Reduce::sum, Reduce::prod, Reduce::mean, Reduce::amax, Reduce::amin})
       for (bool include_self : {true, false}) {
@@ -705,15 +715,7 @@ TEMPLATE_TEST_CASE("scatter_reduce: mean against plain loops, for every index fo
       const index_t d = (trial / 3) % rank;  // first, middle and last dims over the trials
       const index_t dim = trial % 2 ? d - rank : d;
       const Shape self_shape = tbatch::testing::random_shape(rng, rank, 1, 5);
-      Shape index_shape, src_shape;
-      for (index_t k = 0; k < rank; ++k) {
-        // Along dim the index may be longer or shorter than self; elsewhere it may stop short
-        // of self's size, whose slots beyond it are never hit.
-        const index_t size = k == d ? 1 + static_cast<index_t>(rng() % 8)
-                                    : 1 + static_cast<index_t>(rng() % self_shape[k]);
-        index_shape.push_back(size);
-        src_shape.push_back(size + static_cast<index_t>(rng() % 2));
-      }
+      const auto [index_shape, src_shape] = random_scatter_shapes(rng, self_shape, d, 8);
       const Tensor<index_t> index = mean_test_index(form, index_shape, d, self_shape[d], rng);
       for (bool include_self : {true, false}) {
         const Tensor<T> self = small_values<T>(self_shape, rng);

@@ -72,31 +72,34 @@ set logscale xy
 set grid xtics ytics mxtics mytics lw 0.5 lc rgb "#dddddd"
 set key outside right top'
 
-batch_csv="$work/curves/curves_conversions_batch.csv"
-# shellcheck disable=SC2086 # the op names are single words
-"$gnuplot" <<EOF
+# conversion_chart CSV PNG TITLE XLABEL XTICS YLABEL TBATCH_COL TORCH_COL MEMCPY_COL: the four
+# conversions (tbatch and libtorch) and memcpy of list_to_packed's bytes over column 3 of CSV.
+conversion_chart() {
+  # shellcheck disable=SC2086 # the op names are single words
+  "$gnuplot" <<EOF
 $common
-set output "$docs/images/curves_conversions_batch.png"
-set title "Conversions: time per element over the batch size (elements U[1,7] x 16 f32, one thread; lower is better)"
-set xlabel "B (elements in the batch)"
-set xtics ("1" 1, "10" 10, "100" 100, "1e3" 1e3, "1e4" 1e4, "1e5" 1e5, "1e6" 1e6)
-set ylabel "ns per element"
-plot $(plot_clauses "$batch_csv" 13 14 $conversions) \
-     "$batch_csv" using 3:(strcol(1) eq "list_to_packed" ? \$15 : NaN) with lines dt 3 lw 2 lc rgb "black" title "memcpy of list_to_packed's bytes"
+set output "$docs/images/$2"
+set title "$3"
+set xlabel "$4"
+set xtics $5
+set ylabel "$6"
+plot $(plot_clauses "$1" "$7" "$8" $conversions) \
+     "$1" using 3:(strcol(1) eq "list_to_packed" ? \$$9 : NaN) with lines dt 3 lw 2 lc rgb "black" title "memcpy of list_to_packed's bytes"
 EOF
+}
 
+batch_csv="$work/curves/curves_conversions_batch.csv"
 size_csv="$work/curves/curves_conversions_size.csv"
-# shellcheck disable=SC2086
-"$gnuplot" <<EOF
-$common
-set output "$docs/images/curves_conversions_size.png"
-set title "Conversions: bandwidth over the element size (B = 256, U[1,2m-1] x 16 f32 rows, one thread; higher is better)"
-set xlabel "m, mean rows per element (x 64 bytes)"
-set xtics ("1" 1, "4" 4, "16" 16, "64" 64, "256" 256, "1024" 1024, "4096" 4096)
-set ylabel "GB/s (bytes read + written)"
-plot $(plot_clauses "$size_csv" 10 11 $conversions) \
-     "$size_csv" using 3:(strcol(1) eq "list_to_packed" ? \$12 : NaN) with lines dt 3 lw 2 lc rgb "black" title "memcpy of list_to_packed's bytes"
-EOF
+conversion_chart "$batch_csv" curves_conversions_batch.png \
+  "Conversions: time per element over the batch size (elements U[1,7] x 16 f32, one thread; lower is better)" \
+  "B (elements in the batch)" \
+  '("1" 1, "10" 10, "100" 100, "1e3" 1e3, "1e4" 1e4, "1e5" 1e5, "1e6" 1e6)' \
+  "ns per element" 13 14 15
+conversion_chart "$size_csv" curves_conversions_size.png \
+  "Conversions: bandwidth over the element size (B = 256, U[1,2m-1] x 16 f32 rows, one thread; higher is better)" \
+  "m, mean rows per element (x 64 bytes)" \
+  '("1" 1, "4" 4, "16" 16, "64" 64, "256" 256, "1024" 1024, "4096" 4096)' \
+  "GB/s (bytes read + written)" 10 11 12
 
 kernels_csv="$work/curves/curves_kernels.csv"
 cache_marks=""

@@ -421,21 +421,6 @@ Tensor<index_t> random_index(index_t n, index_t bound, unsigned seed) {
   return index;
 }
 
-/// first_idx of `segments` segments of `rows` rows cut at random places (some empty).
-Tensor<index_t> random_first_idx(index_t rows, index_t segments, unsigned seed) {
-  Tensor<index_t> first_idx = Tensor<index_t>::empty(Shape{segments + 1});
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<index_t> cut(0, rows);
-  std::vector<index_t> cuts(std::size_t(segments - 1));
-  for (auto& c : cuts)
-    c = cut(rng);
-  std::sort(cuts.begin(), cuts.end());
-  first_idx.data()[0] = 0;
-  std::copy(cuts.begin(), cuts.end(), first_idx.data() + 1);
-  first_idx.data()[segments] = rows;
-  return first_idx;
-}
-
 void pad_rows(int threads) {
   const std::string suffix = threads > 1 ? " (2 threads)" : "";
   const Shape in_shape{32, 64, 56, 56}, out_shape{32, 64, 58, 58};
@@ -556,7 +541,7 @@ void scatter_rows() {
 void segment_rows() {
   constexpr index_t kRows = 1'000'000, kCols = 16, kSegments = 100'000;
   const Tensor<float> values = random_tensor(Shape{kRows, kCols}, 9);
-  Tensor<index_t> first_idx = random_first_idx(kRows, kSegments, 11);
+  Tensor<index_t> first_idx = tbatch_bench::random_first_idx(kRows, kSegments, 11);
   const torch::Tensor tvalues = torch_view(values);
   const torch::Tensor toffsets = torch::from_blob(first_idx.data(), {kSegments + 1}, torch::kInt64);
   expect_same("segment_reduce sum", tbatch::segment_reduce(values, first_idx, Reduce::sum),
@@ -849,7 +834,7 @@ std::vector<CurvePoint> kernel_curves() {
     const index_t rows = std::max<index_t>(10, std::llround(target / row_bytes));
     const index_t segments = rows / 10;
     const Tensor<float> values = random_tensor(Shape{rows, kCols}, 9);
-    Tensor<index_t> first_idx = random_first_idx(rows, segments, 11);
+    Tensor<index_t> first_idx = tbatch_bench::random_first_idx(rows, segments, 11);
     const torch::Tensor tvalues = torch_view(values);
     const torch::Tensor toffsets =
         torch::from_blob(first_idx.data(), {segments + 1}, torch::kInt64);
