@@ -8,6 +8,7 @@
 #include "tbatch/core/dtype.hpp"
 #include "tbatch/core/errors.hpp"
 #include "tbatch/core/indexing.hpp"
+#include "tbatch/core/parallel.hpp"
 #include "tbatch/core/shape.hpp"
 #include "tbatch/core/storage.hpp"
 #include "tbatch/core/tensor.hpp"

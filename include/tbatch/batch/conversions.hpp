@@ -11,6 +11,7 @@
 
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
+#include "tbatch/core/parallel.hpp"
 
 namespace tbatch {
 

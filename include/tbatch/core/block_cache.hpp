@@ -9,6 +9,8 @@
 #include <mutex>
 #include <vector>
 
+#include "tbatch/core/config.hpp"
+
 namespace tbatch {
 
 namespace detail {

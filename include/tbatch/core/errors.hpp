@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "tbatch/core/config.hpp"
+
 namespace tbatch {
 
 /// Base of every exception tbatch throws for bad input.

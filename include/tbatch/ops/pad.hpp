@@ -30,6 +30,7 @@
 #include "tbatch/batch/metadata.hpp"
 #include "tbatch/core/checked_math.hpp"
 #include "tbatch/core/errors.hpp"
+#include "tbatch/core/parallel.hpp"
 #include "tbatch/core/tensor.hpp"
 #include "tbatch/detail/constant_rows.hpp"
 #include "tbatch/view/engine.hpp"

@@ -26,6 +26,7 @@
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/core/checked_math.hpp"
 #include "tbatch/core/errors.hpp"
+#include "tbatch/core/parallel.hpp"
 #include "tbatch/core/tensor.hpp"
 #include "tbatch/view/engine.hpp"
 
