@@ -76,22 +76,24 @@ int main() {
   check(frames_in_place, "the frames list_to_padded read are views of the sensor buffer");
 
   // 3. Handed on through DLPack: the consumer sees the same memory.
-  DLManagedTensor* packed_out = tbatch::to_dlpack(packed.data());
+  // to_dlpack returns an owner (a DLPackPtr): an export nobody takes is freed, not leaked.
+  tbatch::DLPackPtr packed_out = tbatch::to_dlpack(packed.data());
   tbatch::DLPackBatch padded_out = tbatch::to_dlpack(padded);
   check(packed_out->dl_tensor.data == sensor_data,
         "DLPack export of the packed data: same pointer");
   check(padded_out.data->dl_tensor.data == padded.data().data(),
         "DLPack export of the padded data: same pointer");
-  check(consumer_read(packed_out, {7, 2}) == (*sensor)[7 * 4 + 2],
+  check(consumer_read(packed_out.get(), {7, 2}) == (*sensor)[7 * 4 + 2],
         "the consumer reads the sensor values through DLPack");
   check(consumer_read(padded_out.data.get(), {1, 1, 3}) == (*sensor)[(5 + 1) * 4 + 3],
         "and the padded values (frame 1, point 1, intensity)");
 
-  // The application may drop its own reference: the export keeps the buffer alive until the
-  // consumer calls the deleter, exactly once.
+  // A C consumer takes the raw pointer (release()). The application may drop its own
+  // reference: the export keeps the buffer alive until the consumer calls the deleter, once.
+  DLManagedTensor* consumed = packed_out.release();
   sensor.reset();
-  check(consumer_read(packed_out, {0, 1}) == 1.f, "the buffer outlives the application's handle");
-  packed_out->deleter(packed_out);
+  check(consumer_read(consumed, {0, 1}) == 1.f, "the buffer outlives the application's handle");
+  consumed->deleter(consumed);
 
   // 4. And back: a DLPack tensor from another library becomes a tbatch batch without a copy.
   const auto round_trip = tbatch::from_dlpack<tbatch::PaddedBatch<float>>(std::move(padded_out));

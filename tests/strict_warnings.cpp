@@ -148,6 +148,7 @@ void tensor_calls() {
 #ifdef TBATCH_STRICT_WITH_DLPACK
   (void)from_dlpack<T>(to_dlpack(x));
   (void)any_from_dlpack(to_dlpack(AnyTensor(x)));
+  (void)from_dlpack<T>(to_dlpack(x, DLPackStrides::non_negative));
 #endif
 
   // Indexing: every kind of index, read, written and filled.

@@ -2,7 +2,9 @@
 // over ranges of views, cast<U>() and the constructor and parameter fixes of issue 18.
 
 #include <array>
+#include <limits>
 #include <span>
+#include <sstream>
 
 #include "test_support.hpp"
 
@@ -97,6 +99,40 @@ TEST_CASE("Tensor::borrow errors", "[interop][errors]") {
                                           Strides{index_t(1) << 62, index_t(1) << 62}),
                     ShapeError);
   REQUIRE_THROWS_AS(Tensor<float>::borrow(buffer.data(), Shape{-1}), ShapeError);
+}
+
+TEST_CASE("Tensor::borrow rejects strides whose span overflows, before anything wraps",
+          "[interop][errors]") {
+  alignas(8) std::array<float, 8> buffer{};
+  constexpr index_t max = std::numeric_limits<index_t>::max();
+  constexpr index_t min = std::numeric_limits<index_t>::min();
+  const index_t big = index_t(1) << 62;
+  // Each reaches elements whose distance (highest - lowest + 1) does not fit in 64 bits, though
+  // each dim's reach on its own may.
+  for (const Strides& strides : {Strides{max, min}, Strides{min, max}, Strides{max, min + 1},
+                                 Strides{max, -1}, Strides{min, 1}, Strides{big, -big}}) {
+    std::ostringstream expected;
+    expected << "Tensor::borrow: shape [2, 2] with strides " << strides
+             << " and offset 0 spans more elements than a 64-bit index holds";
+    REQUIRE_THROWS_MATCHES(Tensor<float>::borrow(buffer.data(), Shape{2, 2}, strides), ShapeError,
+                           Catch::Matchers::Message(expected.str()));
+  }
+  // The span fits in elements but not in bytes.
+  REQUIRE_THROWS_MATCHES(
+      Tensor<float>::borrow(buffer.data(), Shape{2, 2}, Strides{big / 2, -big / 2}), ShapeError,
+      Catch::Matchers::Message("Tensor::borrow: size 4611686018427387905 * 4 overflows a 64-bit "
+                               "index"));
+}
+
+TEST_CASE("Tensor::borrow gives a shape without elements one verdict whatever its dim order",
+          "[interop][errors]") {
+  const index_t big = index_t(1) << 62, fits = index_t(1) << 31;
+  // The nonzero sizes' product overflows: rejected in every order.
+  for (const Shape& shape : {Shape{big, big, 0}, Shape{0, big, big}, Shape{big, 0, big}})
+    REQUIRE_THROWS_AS(Tensor<float>::borrow(nullptr, shape, Strides{0, 0, 0}), ShapeError);
+  // It fits: accepted in every order, with no memory.
+  for (const Shape& shape : {Shape{fits, fits, 0}, Shape{0, fits, fits}, Shape{fits, 0, fits}})
+    REQUIRE(Tensor<float>::borrow(nullptr, shape, Strides{0, 0, 0}).numel() == 0);
 }
 
 TEST_CASE("borrow_eigen and eigen_view share the Eigen object's memory", "[interop]") {

@@ -1,5 +1,7 @@
 #include <algorithm>
+#include <limits>
 #include <random>
+#include <sstream>
 
 #include "test_support.hpp"
 
@@ -209,4 +211,39 @@ TEST_CASE("layout functions reject bad arguments with clear messages", "[layout]
   TBATCH_CHECK_THROWS_WITH(t.split(0), ValueError, "split size 0 must be positive");
   TBATCH_CHECK_THROWS_WITH(t.chunk(0), ValueError, "chunks 0 must be positive");
   TBATCH_CHECK_THROWS_WITH(Tensor<float>(Shape{}).unbind(0), IndexError, "rank 0");
+}
+
+TEST_CASE("Shape::numel: the nonzero sizes' product must fit, whatever the dim order",
+          "[layout][errors]") {
+  const index_t big = index_t(1) << 62, fits = index_t(1) << 31;
+  for (const Shape& shape : {Shape{big, big, 0}, Shape{0, big, big}, Shape{big, 0, big}}) {
+    std::ostringstream expected;
+    expected << "Shape::numel: shape " << shape
+             << " is too large: the product of its nonzero sizes overflows a 64-bit index";
+    REQUIRE_THROWS_MATCHES(shape.numel(), ShapeError, Catch::Matchers::Message(expected.str()));
+  }
+  for (const Shape& shape : {Shape{fits, fits, 0}, Shape{0, fits, fits}, Shape{fits, 0, fits}})
+    REQUIRE(shape.numel() == 0);
+  REQUIRE(Shape{fits, fits}.numel() == fits * fits);
+  REQUIRE(Shape{}.numel() == 1);
+}
+
+TEST_CASE("layout::extent: the span must fit in 64 bits", "[layout][errors]") {
+  constexpr index_t max = std::numeric_limits<index_t>::max();
+  constexpr index_t min = std::numeric_limits<index_t>::min();
+  // highest - lowest + 1 == max: the largest span there is.
+  const layout::Extent e = layout::extent(Layout{Shape{2}, Strides{max - 1}, 0}, "f");
+  REQUIRE((e.lowest == 0 && e.highest == max - 1));
+  const layout::Extent back = layout::extent(Layout{Shape{2}, Strides{-(max - 1)}, 0}, "f");
+  REQUIRE((back.lowest == -(max - 1) && back.highest == 0));
+  for (const Layout& l :
+       {Layout{Shape{2}, Strides{max}, 0}, Layout{Shape{2}, Strides{min}, 0},
+        Layout{Shape{2}, Strides{-max}, 0}, Layout{Shape{2}, Strides{1}, max},
+        Layout{Shape{3}, Strides{max / 2 + 1}, 0}, Layout{Shape{2, 2}, Strides{max, min}, 0}}) {
+    std::ostringstream expected;
+    expected << "f: shape " << l.shape << " with strides " << l.strides << " and offset "
+             << l.offset << " spans more elements than a 64-bit index holds";
+    REQUIRE_THROWS_MATCHES(layout::extent(l, "f"), ShapeError,
+                           Catch::Matchers::Message(expected.str()));
+  }
 }

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <tbatch/dlpack.hpp>
@@ -26,7 +27,7 @@ template <class T>
 void round_trip(const char* name) {
   // A transposed view: non-unit strides must survive both crossings.
   const tbatch::Tensor<T> x = tbatch::Tensor<T>::arange(12).reshape({3, 4}).transpose(0, 1);
-  const at::Tensor t = at::fromDLPack(tbatch::to_dlpack(x));
+  const at::Tensor t = at::fromDLPack(tbatch::to_dlpack(x).release());
   check(t.data_ptr() == static_cast<const void*>(x.data()), std::string(name) + ": same memory");
   check(t.sizes() == at::IntArrayRef({4, 3}), std::string(name) + ": shape");
   check(t.strides() == at::IntArrayRef({1, 4}), std::string(name) + ": strides");
@@ -52,6 +53,15 @@ int main() {
   round_trip<std::int32_t>("int32");
   round_trip<std::int64_t>("int64");
   round_trip<std::uint8_t>("uint8");
+
+  // A flipped view: libtorch rejects negative strides (1.13 aborts the process), so it goes out
+  // as a compact copy with DLPackStrides::non_negative.
+  const tbatch::Tensor<float> flipped =
+      tbatch::Tensor<float>::arange(6).slice(0, std::nullopt, std::nullopt, -1);
+  const at::Tensor f =
+      at::fromDLPack(tbatch::to_dlpack(flipped, tbatch::DLPackStrides::non_negative).release());
+  check(f.stride(0) == 1 && f[0].item<float>() == 5.f && f[5].item<float>() == 0.f,
+        "flipped view: crosses as a non-negative copy with the same values");
 
   // A padded batch: its data and shape_per_tensor as torch tensors over the same memory.
   const std::vector<tbatch::Tensor<float>> list{tbatch::Tensor<float>({3, 2}, 1.f),

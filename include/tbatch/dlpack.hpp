@@ -6,6 +6,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -59,6 +60,33 @@ inline DType dtype_from_dlpack(DLDataType type, const char* function) {
                   "bfloat 16 or bool 8 bits)");
 }
 
+/// Calls the deleter of the DLManagedTensor it holds (the producer's cleanup).
+struct DLPackDeleter {
+  void operator()(DLManagedTensor* managed) const {
+    if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+  }
+};
+
+}  // namespace detail
+
+/// A DLManagedTensor owned until it is handed on or destroyed (then its deleter runs): what
+/// to_dlpack returns and from_dlpack takes. release() hands the raw pointer to a C consumer
+/// (at::fromDLPack(p.release())).
+using DLPackPtr = std::unique_ptr<DLManagedTensor, detail::DLPackDeleter>;
+
+/// The strides to_dlpack exports.
+enum class DLPackStrides {
+  /// The tensor's own strides, 0 and negative kept: never a copy (the default).
+  as_is,
+  /// No negative stride, for consumers that reject them (libtorch, TensorFlow): a tensor that
+  /// walks a dim backwards goes out as a compact row-major copy, any other without a copy. A
+  /// negative stride that addresses nothing (a dim of size 1, a tensor without elements) is
+  /// exported as 1.
+  non_negative,
+};
+
+namespace detail {
+
 /// What an exported DLManagedTensor points into: the buffer it keeps alive and the arrays its
 /// DLTensor refers to.
 struct DLPackExport {
@@ -68,15 +96,30 @@ struct DLPackExport {
   std::vector<std::int64_t> strides;
 };
 
-inline DLManagedTensor* export_dlpack(const std::shared_ptr<Storage>& storage, const Layout& l,
-                                      DType dtype) {
+/// `tensor` as DLPack describes it, `mode` choosing its strides (to_dlpack).
+inline DLPackPtr export_dlpack(const AnyTensor& tensor, DLPackStrides mode) {
+  Layout l = tensor.layout();
+  if (mode == DLPackStrides::non_negative) {
+    const bool empty = l.shape.numel() == 0;
+    bool backwards = false;
+    for (std::size_t d = 0; d < l.strides.size(); ++d) {
+      if (l.strides[d] >= 0) continue;
+      if (empty || l.shape[d] == 1)
+        l.strides[d] = 1;  // never stepped along: any stride addresses the same elements
+      else
+        backwards = true;
+    }
+    // clone() is row-major: its strides are >= 0.
+    if (backwards) return export_dlpack(tensor.clone(), DLPackStrides::as_is);
+  }
+  const DType dtype = tensor.dtype();
   auto exported = std::make_unique<DLPackExport>();
-  exported->storage = storage;
+  exported->storage = tensor.storage();
   exported->shape.assign(l.shape.begin(), l.shape.end());
   exported->strides.assign(l.strides.begin(), l.strides.end());
   DLTensor& t = exported->managed.dl_tensor;
   // The element pointer itself, byte_offset 0: some consumers (torch 1.x) ignore byte_offset.
-  t.data = static_cast<char*>(storage->data()) + l.offset * dtype_size(dtype);
+  t.data = static_cast<char*>(exported->storage->data()) + l.offset * dtype_size(dtype);
   t.device = {kDLCPU, 0};
   t.ndim = static_cast<std::int32_t>(l.dim());
   t.dtype = dlpack_dtype(dtype);
@@ -87,7 +130,7 @@ inline DLManagedTensor* export_dlpack(const std::shared_ptr<Storage>& storage, c
   exported->managed.deleter = [](DLManagedTensor* self) {
     delete static_cast<DLPackExport*>(self->manager_ctx);
   };
-  return &exported.release()->managed;
+  return DLPackPtr(&exported.release()->managed);
 }
 
 /// Holds a received DLManagedTensor for the tensors over its memory; calls its deleter when
@@ -109,6 +152,39 @@ struct DLPackImport {
   AnyTensor tensor;
   std::shared_ptr<DLPackOwner> owner;
 };
+
+/// ValueError naming `function` unless every element of the bool tensor at `first` with layout
+/// `l` (which has elements) is byte 0 or 1: any other byte read as bool is undefined behaviour,
+/// and a producer's buffer is not ours to rewrite. Reads unsigned chars. The walk's second
+/// operand has row-major strides, so its offsets are flat positions and the error names the
+/// first bad element in row-major order, whatever order memory is walked in.
+inline void check_bool_bytes(const unsigned char* first, const Layout& l, const char* function) {
+  const Strides positions = layout::contiguous_strides(l.shape);
+  const RunPlan<2> plan = plan_runs<2>(l.shape, {&l.strides, &positions});
+  const index_t length = plan.run_length();
+  const index_t step = plan.inner_stride(0), position_step = plan.inner_stride(1);
+  index_t bad = -1;
+  unsigned char bad_byte = 0;
+  walk_runs(plan, std::array<index_t, 2>{}, [&](const std::array<index_t, 2>& at) {
+    const unsigned char* run = first + at[0];
+    unsigned char bits = 0;  // a byte above 1 sets a bit above bit 0
+    for (index_t i = 0; i < length; ++i)
+      bits |= run[i * step];
+    if (bits <= 1) return;
+    index_t i = 0;
+    while (run[i * step] <= 1)
+      ++i;
+    // position_step > 0: the run's first bad element is its first in row-major order.
+    const index_t position = at[1] + i * position_step;
+    if (bad < 0 || position < bad) {
+      bad = position;
+      bad_byte = run[i * step];
+    }
+  });
+  if (bad >= 0)
+    fail<ValueError>(function, "the bool element at flat position ", bad, " is byte ",
+                     int(bad_byte), "; bool elements must be 0 or 1");
+}
 
 /// Checks everything `managed` describes and views its memory, not yet taking it.
 inline DLPackImport import_dlpack(DLManagedTensor* managed, const char* function) {
@@ -137,6 +213,8 @@ inline DLPackImport import_dlpack(DLManagedTensor* managed, const char* function
   char* first = t.data == nullptr ? nullptr : static_cast<char*>(t.data) + t.byte_offset;
   std::shared_ptr<Storage> storage =
       borrowed_storage(first, l, dtype_size(dtype), dtype_name(dtype), owner, function);
+  if (dtype == DType::boolean && l.shape.numel() > 0)
+    check_bool_bytes(reinterpret_cast<const unsigned char*>(first), l, function);
   return {AnyTensor::from_storage(std::move(storage), std::move(l), dtype, function), owner};
 }
 
@@ -152,29 +230,21 @@ Tensor<T> import_dlpack_as(DLManagedTensor* managed, const char* function,
   return imported.tensor.get<T>(function);
 }
 
-/// Calls the deleter of the DLManagedTensor it holds (the producer's cleanup).
-struct DLPackDeleter {
-  void operator()(DLManagedTensor* managed) const {
-    if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
-  }
-};
-
 }  // namespace detail
 
-/// A DLManagedTensor owned until it is handed on (release()) or destroyed (its deleter runs).
-using DLPackPtr = std::unique_ptr<DLManagedTensor, detail::DLPackDeleter>;
-
-/// The tensor as a DLManagedTensor over the same memory (no copy): CPU device, the tensor's
-/// shape and strides (in elements; 0 and negative kept), byte_offset 0. The buffer stays alive
-/// until the receiver calls the deleter, which it must do exactly once (at::fromDLPack and
-/// every DLPack consumer do). bool is exported as DLPack's kDLBool (code 6, 8 bits).
+/// The tensor as a DLManagedTensor over the same memory (no copy), owned by the DLPackPtr
+/// until it is handed on: CPU device, the tensor's shape and strides (in elements; 0 and
+/// negative kept unless `strides` is DLPackStrides::non_negative), byte_offset 0. The buffer
+/// stays alive until the deleter runs: when the DLPackPtr is destroyed, or after release() when
+/// the receiver calls it, exactly once (at::fromDLPack and every DLPack consumer do). bool is
+/// exported as DLPack's kDLBool (code 6, 8 bits).
 template <Element T>
-DLManagedTensor* to_dlpack(const Tensor<T>& tensor) {
-  return detail::export_dlpack(tensor.storage(), tensor.layout(), dtype_of<T>);
+DLPackPtr to_dlpack(const Tensor<T>& tensor, DLPackStrides strides = DLPackStrides::as_is) {
+  return detail::export_dlpack(AnyTensor(tensor), strides);
 }
 /// to_dlpack for a tensor whose dtype is known at run time.
-inline DLManagedTensor* to_dlpack(const AnyTensor& tensor) {
-  return detail::export_dlpack(tensor.storage(), tensor.layout(), tensor.dtype());
+inline DLPackPtr to_dlpack(const AnyTensor& tensor, DLPackStrides strides = DLPackStrides::as_is) {
+  return detail::export_dlpack(tensor, strides);
 }
 
 /// A tensor over the memory of `managed` without a copy, of any shape and strides (0 and
@@ -182,12 +252,21 @@ inline DLManagedTensor* to_dlpack(const AnyTensor& tensor) {
 /// tensor, view or batch over the memory is gone. On an error nothing is taken and the caller
 /// still owns `managed`. TypeError when its dtype is not T (or has lanes != 1); ValueError for
 /// a null tensor, a device other than host memory (kDLCPU, kDLCUDAHost, kDLROCMHost), null or
-/// misaligned data; ShapeError for negative ndim or sizes, or strides that overflow.
+/// misaligned data, or a bool element whose byte is not 0 or 1 (the producer's buffer is not
+/// rewritten); ShapeError for negative ndim or sizes, or strides whose span overflows.
 template <Element T>
 Tensor<T> from_dlpack(DLManagedTensor* managed) {
   std::shared_ptr<detail::DLPackOwner> owner;
   Tensor<T> tensor = detail::import_dlpack_as<T>(managed, "from_dlpack", owner);
   owner->taken = true;
+  return tensor;
+}
+/// from_dlpack taking an owned DLManagedTensor: empty on success; on an error it still holds
+/// the tensor (and frees it when destroyed).
+template <Element T>
+Tensor<T> from_dlpack(DLPackPtr&& managed) {
+  Tensor<T> tensor = from_dlpack<T>(managed.get());
+  (void)managed.release();  // the tensor owns it now
   return tensor;
 }
 
@@ -196,6 +275,12 @@ inline AnyTensor any_from_dlpack(DLManagedTensor* managed) {
   detail::DLPackImport imported = detail::import_dlpack(managed, "any_from_dlpack");
   imported.owner->taken = true;
   return imported.tensor;
+}
+/// any_from_dlpack taking an owned DLManagedTensor, as from_dlpack(DLPackPtr&&).
+inline AnyTensor any_from_dlpack(DLPackPtr&& managed) {
+  AnyTensor tensor = any_from_dlpack(managed.get());
+  (void)managed.release();  // the tensor owns it now
+  return tensor;
 }
 
 /// A batch as DLPack tensors: its data and its metadata (int64), each owned until handed on.
@@ -206,14 +291,15 @@ struct DLPackBatch {
   DLPackPtr first_idx;
 };
 
-/// The batch's data and metadata as DLPack tensors over the same memory (no copy).
+/// The batch's data and metadata as DLPack tensors over the same memory (no copy; `strides` as
+/// for a tensor).
 template <Batch B>
-DLPackBatch to_dlpack(const B& batch) {
+DLPackBatch to_dlpack(const B& batch, DLPackStrides strides = DLPackStrides::as_is) {
   DLPackBatch out;
-  out.data.reset(to_dlpack(batch.data()));
-  out.shape_per_tensor.reset(to_dlpack(batch.shape_per_tensor()));
+  out.data = to_dlpack(batch.data(), strides);
+  out.shape_per_tensor = to_dlpack(batch.shape_per_tensor(), strides);
   if constexpr (std::is_same_v<B, PackedBatch<typename B::value_type>>)
-    out.first_idx.reset(to_dlpack(batch.first_idx()));
+    out.first_idx = to_dlpack(batch.first_idx(), strides);
   return out;
 }
 

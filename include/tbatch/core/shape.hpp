@@ -78,12 +78,21 @@ class Shape {
     sizes_.erase(sizes_.begin() + pos);
   }
 
-  /// Product of the sizes (1 for rank 0); ShapeError if it overflows.
+  /// Product of the sizes (1 for rank 0). ShapeError when the product of the nonzero sizes
+  /// overflows, also for a shape with a size 0: its strides must still fit (as numpy's rule),
+  /// and the verdict does not depend on where the 0 stands ({0, 2^62, 2^62} as {2^62, 2^62, 0}).
   index_t numel() const {
     index_t n = 1;
-    for (index_t s : *this)
-      n = detail::checked_mul(n, s, "Shape::numel");
-    return n;
+    bool empty = false;
+    for (index_t s : *this) {
+      if (s == 0)
+        empty = true;
+      else if (detail::multiply_overflows(n, s, n))
+        detail::fail<ShapeError>("Shape::numel", "shape ", *this,
+                                 " is too large: the product of its nonzero sizes overflows a "
+                                 "64-bit index");
+    }
+    return empty ? 0 : n;
   }
   std::vector<index_t> to_vector() const { return std::vector<index_t>(begin(), end()); }
   operator std::vector<index_t>() const { return to_vector(); }

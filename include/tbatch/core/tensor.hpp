@@ -45,6 +45,7 @@ inline std::shared_ptr<Storage> borrowed_storage(void* first, Layout& l, index_t
   if (reinterpret_cast<std::uintptr_t>(first) % std::uintptr_t(element_size) != 0)
     fail<ValueError>(function, "data ", static_cast<const void*>(first), " is not aligned to ",
                      element_size, " bytes, as ", dtype_name, " needs");
+  // extent() checks the span, which bounds -e.lowest (l.offset is 0 here): no step can wrap.
   const layout::Extent e = layout::extent(l, function);
   const index_t bytes = checked_mul(e.highest - e.lowest + 1, element_size, function);
   l.offset = -e.lowest;

@@ -3,6 +3,7 @@
 // views. Tensor, StridedView and TensorDict all call these; none re-implements them.
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -429,18 +430,28 @@ inline std::vector<Layout> unbind(const Layout& l, index_t dim) {
 }
 
 /// The lowest and highest element offsets a layout with elements addresses (offset included).
+/// extent() guarantees that highest - lowest + 1, the span, fits in index_t.
 struct Extent {
   index_t lowest;
   index_t highest;
 };
-/// The extent of `l` (which must have elements); ShapeError naming `function` when it overflows.
+/// The extent of `l` (which must have elements); ShapeError naming `function` when a dim's
+/// reach, either end or the span overflows index_t, so callers may subtract the ends freely.
 inline Extent extent(const Layout& l, const char* function) {
   Extent e{l.offset, l.offset};
-  for (index_t d = 0; d < l.dim(); ++d) {
-    const index_t reach = detail::checked_mul(l.shape[d] - 1, l.strides[d], function);
+  bool overflows = false;
+  for (index_t d = 0; d < l.dim() && !overflows; ++d) {
+    index_t reach = 0;
+    overflows = detail::multiply_overflows(l.shape[d] - 1, l.strides[d], reach);
     index_t& end = reach < 0 ? e.lowest : e.highest;
-    end = detail::checked_add(end, reach, function);
+    overflows = overflows || detail::add_overflows(end, reach, end);
   }
+  index_t span = 0;
+  if (overflows || detail::subtract_overflows(e.highest, e.lowest, span) ||
+      span == std::numeric_limits<index_t>::max())
+    detail::fail<ShapeError>(function, "shape ", l.shape, " with strides ",
+                             detail::listed(l.strides), " and offset ", l.offset,
+                             " spans more elements than a 64-bit index holds");
   return e;
 }
 
