@@ -229,8 +229,9 @@ inline void save(const std::filesystem::path& path, const TensorFile& contents) 
 /// The tensors and metadata of the safetensors file at `path`. Mmap::yes views a private
 /// mapping of the file instead of reading it: opening costs nothing until the tensors are read,
 /// the tensors keep the mapping alive, and writes through them change this process's pages,
-/// never the file. FileError when the file cannot be read, FormatError when it is not a valid
-/// safetensors file (see parse).
+/// never the file. FileError when the file cannot be read or is not a regular file (a FIFO is
+/// refused without waiting), FormatError when it is not a valid safetensors file (see parse).
+/// BOOL bytes other than 0 are read as true (a mapping gets them rewritten in its own pages).
 inline TensorFile load(const std::filesystem::path& path, Mmap mmap = Mmap::no) {
   return detail::load_file(path, mmap, nullptr, "io::load");
 }
