@@ -3,9 +3,17 @@
 // A new public function gets its rows here.
 
 #include <array>
+#include <filesystem>
 #include <limits>
+#include <string>
 
 #include "test_support.hpp"
+
+// The io rows need nlohmann-json, as tbatch::tbatch_io does.
+#if __has_include(<nlohmann/json.hpp>)
+#include <tbatch/io/safetensors.hpp>
+#define TBATCH_AUDIT_IO 1
+#endif
 
 using namespace tbatch;
 
@@ -347,3 +355,75 @@ TEST_CASE("audit: sizes whose product overflows are rejected even with a size-0 
         packed_to_list(Tensor<float>(Shape{0, 3}), ints({1, 2}, {0, huge}), ints({2}, {0, 0})),
         {"numel", "overflows"});
 }
+
+#ifdef TBATCH_AUDIT_IO
+TEST_CASE("audit: io (safetensors files)", "[audit]") {
+  auto file_with = [](const std::string& header, const std::string& data = "") {
+    std::string out(8, '\0');
+    for (int i = 0; i < 8; ++i)
+      out[std::size_t(i)] = char((std::uint64_t(header.size()) >> (8 * i)) & 0xff);
+    return out + header + data;
+  };
+  auto parsed = [](const std::string& bytes) { return io::parse(bytes.data(), bytes.size()); };
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  AUDIT(FormatError,
+        parsed(file_with(R"({"x":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,0]}})")),
+        {"io::parse", "tensor 'x'", "shape entry that is not a size: an array"});
+  AUDIT(FormatError,
+        parsed(file_with(R"({"x":{"dtype":"F32","shape":[0],"data_offsets":[0,0],"e":)" + deep +
+                         "}}")),
+        {"io::parse", "nests JSON deeper than 256"});
+  AUDIT(FormatError, parsed(file_with(std::string("{}\0garbage", 10))),
+        {"io::parse", "NUL byte", "at byte 2"});
+  AUDIT(FormatError, parsed(file_with("\xEF\xBB\xBF{}")), {"io::parse", "not a JSON object"});
+  AUDIT(FormatError, parsed(file_with("{} x")), {"io::parse", "not a JSON object", "byte 4"});
+  std::string rank65 = "1";
+  for (int d = 1; d < 65; ++d)
+    rank65 += ",1";
+  AUDIT(FormatError,
+        parsed(file_with(R"({"x":{"dtype":"U8","shape":[)" + rank65 + R"(],"data_offsets":[0,1]}})",
+                         "\x07")),
+        {"io::parse", "tensor 'x'", "more than 64 dims"});
+  AUDIT(FormatError,
+        parsed(file_with(R"({"x":{"dtype":"F32","shape":[0,4611686018427387904,)"
+                         R"(4611686018427387904],"data_offsets":[0,0]}})")),
+        {"io::parse", "tensor 'x'", "size overflows",
+         "[0, 4611686018427387904, 4611686018427387904]"});
+  AUDIT(FormatError,
+        parsed(file_with(R"({"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+                         R"("x":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
+                         "ab")),
+        {"io::parse", "tensor 'x'", "twice"});
+  AUDIT(FileError, io::load("/dev/null"), {"io::load", "/dev/null", "not a regular file"});
+  io::TensorFile deep_tensor;
+  deep_tensor.tensors.emplace("deep", AnyTensor(Tensor<float>(Shape::filled(65, 1))));
+  AUDIT(ValueError,
+        io::save(std::filesystem::temp_directory_path() / "tbatch_audit_unwritten.safetensors",
+                 deep_tensor),
+        {"io::save", "tensor 'deep'", "65 dims", "at most 64"});
+  io::TensorFile file;
+  io::put(file, "b", list_to_packed(std::vector<Tensor<float>>{ones({2, 3})}));
+  AUDIT(TypeError, io::get<PaddedBatch<float>>(file, "b"),
+        {"io::get", "batch 'b'", "stored packed", "not padded"});
+  AUDIT(TypeError, io::get<PackedBatch<double>>(file, "b"),
+        {"io::get", "tensor 'b'", "float32", "float64"});
+  file.tensors.insert_or_assign("b.first_idx", AnyTensor(Tensor<float>({2}, {0, 2})));
+  AUDIT(FormatError, io::get<PackedBatch<float>>(file, "b"),
+        {"io::get", "tensor 'b.first_idx'", "float32", "expected int64"});
+  io::TensorFile structures;
+  structures.metadata["tbatch.tensordict"] = deep;
+  structures.metadata["tbatch.ragged_tensordict"] = "{\"layout\":" + deep + "}";
+  AUDIT(FormatError, io::get_tensordict(structures),
+        {"io::get_tensordict", "'tbatch.tensordict'", "nests JSON deeper than 256"});
+  AUDIT(FormatError, io::get_ragged_tensordict(structures),
+        {"io::get_ragged_tensordict", "'tbatch.ragged_tensordict'", "nests JSON deeper than 256"});
+  io::TensorFile ragged;
+  io::put(ragged, TensorDict::stack_ragged(
+                      {TensorDict({{"p", ones({1, 3})}}), TensorDict({{"p", ones({2, 3})}})},
+                      RaggedLayout::packed));
+  std::string& text = ragged.metadata.at("tbatch.ragged_tensordict");
+  text.replace(text.find("\"unit_last_dim\":false"), 21, "\"unit_last_dim\":true");
+  AUDIT(FormatError, io::get_ragged_tensordict(ragged),
+        {"io::get_ragged_tensordict", "entry 'p'", "unit_last_dim", "last dim is 3"});
+}
+#endif

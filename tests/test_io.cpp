@@ -1,10 +1,17 @@
 // safetensors files: round trips of every dtype, owning and mapped, batches and TensorDicts,
 // atomic replacement, and every kind of bad file (each a FormatError or FileError, never a
 // crash or a huge allocation).
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <tbatch/io/safetensors.hpp>
 
@@ -143,10 +150,10 @@ TEST_CASE("batches round-trip in their own layout", "[io][batch]") {
     CHECK(io::get<PaddedBatch<float>>(back, "padded").data() == padded.data());
     CHECK(io::get<ExactBatch<std::int64_t>>(back, "exact").data() == exact.data());
   }
-  TBATCH_CHECK_THROWS_WITH(io::get<PaddedBatch<float>>(file, "packed"), FormatError,
+  TBATCH_CHECK_THROWS_WITH(io::get<PaddedBatch<float>>(file, "packed"), TypeError,
                            "io::get: batch 'packed' is stored packed, not padded");
   TBATCH_CHECK_THROWS_WITH(io::get<PackedBatch<double>>(file, "packed"), TypeError,
-                           "io::get: the tensor has dtype float32, not the requested float64");
+                           "io::get: tensor 'packed' has dtype float32, not the requested float64");
   TBATCH_CHECK_THROWS_WITH(io::get<PackedBatch<float>>(file, "missing"), FormatError,
                            "io::get: the file has no batch 'missing'");
   // A batch put under a name replaces the batch there, all its tensors; never another tensor.
@@ -340,4 +347,312 @@ TEST_CASE("RaggedTensorDicts round-trip, padded and packed", "[io][tensor_dict]"
   broken.metadata["tbatch.ragged_tensordict"] = R"({"layout":"packed","batch_size":[4]})";
   TBATCH_CHECK_THROWS_WITH(io::get_ragged_tensordict(broken), FormatError,
                            "lacks batch_size, element_batch_sizes or items");
+}
+
+namespace {
+
+/// `depth` nested JSON arrays around a 0: the text a hostile header puts where a number goes.
+std::string nested_arrays(std::size_t depth) {
+  return std::string(depth, '[') + "0" + std::string(depth, ']');
+}
+
+/// Checks that loading `bytes` (as a file, copied and mapped, and from memory) is a FormatError
+/// holding `message`.
+void check_rejected(const fs::path& path, const std::string& bytes, const std::string& message) {
+  write_bytes(path, bytes);
+  for (io::Mmap mmap : {io::Mmap::no, io::Mmap::yes})
+    TBATCH_CHECK_THROWS_WITH(io::load(path, mmap), FormatError, message);
+  TBATCH_CHECK_THROWS_WITH(io::parse(bytes.data(), bytes.size()), FormatError, message);
+}
+
+}  // namespace
+
+TEST_CASE("deeply nested JSON in a header or a structure is a FormatError, not a crash",
+          "[io][errors]") {
+  Scratch scratch;
+  const fs::path path = scratch / "deep.safetensors";
+  for (std::size_t depth : {std::size_t(100'000), std::size_t(1'000'000)}) {
+    INFO("depth " << depth);
+    check_rejected(path,
+                   file_with(R"({"x":{"dtype":"F32","shape":)" + nested_arrays(depth) +
+                                 R"(,"data_offsets":[0,0]}})",
+                             ""),
+                   "tensor 'x' has a shape entry that is not a size: an array");
+    // Unknown fields are skipped as the reference reader skips them, but not at any depth.
+    check_rejected(path,
+                   file_with(R"({"x":{"dtype":"F32","shape":[0],"data_offsets":[0,0],"extra":)" +
+                                 nested_arrays(depth) + "}}",
+                             ""),
+                   "nests JSON deeper than");
+    check_rejected(path, file_with(R"({"__metadata__":{"k":)" + nested_arrays(depth) + "}}", ""),
+                   "__metadata__ entry 'k' is not a string");
+    io::TensorFile file;
+    file.metadata["tbatch.tensordict"] = nested_arrays(depth);
+    file.metadata["tbatch.ragged_tensordict"] = "{\"layout\":" + nested_arrays(depth) + "}";
+    TBATCH_CHECK_THROWS_WITH(io::get_tensordict(file), FormatError,
+                             "io::get_tensordict: the metadata entry 'tbatch.tensordict' nests "
+                             "JSON deeper than");
+    TBATCH_CHECK_THROWS_WITH(io::get_ragged_tensordict(file), FormatError,
+                             "io::get_ragged_tensordict: the metadata entry "
+                             "'tbatch.ragged_tensordict' nests JSON deeper than");
+  }
+}
+
+TEST_CASE("BOOL bytes other than 0 and 1 in a file are read as true", "[io]") {
+  Scratch scratch;
+  const fs::path path = scratch / "bool.safetensors";
+  const std::string stored("\x00\x01\x02\xff\x00\x80\x01\x00", 8);
+  const std::string bytes =
+      file_with(R"({"b":{"dtype":"BOOL","shape":[8],"data_offsets":[0,8]}})", stored);
+  write_bytes(path, bytes);
+  const unsigned char expected[8] = {0, 1, 1, 1, 0, 1, 1, 0};
+  auto check = [&](const AnyTensor& t) {
+    REQUIRE(t.dtype() == DType::boolean);
+    const auto* read = static_cast<const unsigned char*>(t.data_ptr());
+    for (int i = 0; i < 8; ++i)
+      CHECK(int(read[i]) == int(expected[i]));
+    CHECK(t.get<bool>() == Tensor<bool>({8}, {false, true, true, true, false, true, true, false}));
+  };
+  check(io::parse(bytes.data(), bytes.size()).tensors.at("b"));
+  check(io::load(path).tensors.at("b"));
+  check(io::load(path, io::Mmap::yes).tensors.at("b"));
+  check(io::load_tensor(path, "b", io::Mmap::yes));
+  CHECK(bytes_of(path) == bytes);  // the mapping is private: the file keeps its bytes
+}
+
+TEST_CASE("a header is one JSON object with JSON whitespace around it, as the reference reads it",
+          "[io][errors]") {
+  Scratch scratch;
+  const fs::path path = scratch / "pad.safetensors";
+  const std::string good = R"({"x":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}})";
+  const std::string data("\x05\x06", 2);
+  check_rejected(path, file_with(good + std::string("\0garbage", 8), data), "a NUL byte");
+  check_rejected(path, file_with(good + std::string(6, '\0'), data), "a NUL byte");
+  check_rejected(path, file_with("\xEF\xBB\xBF" + good, data),
+                 "has a header that is not a JSON object");
+  check_rejected(path, file_with(good + "x", data), "has a header that is not a JSON object");
+  check_rejected(path, file_with(good + "{}", data), "has a header that is not a JSON object");
+  for (const std::string& header : {good + "    ", " \t\r\n" + good + " \n\t\r "}) {
+    const std::string bytes = file_with(header, data);
+    CHECK(io::parse(bytes.data(), bytes.size()).tensors.at("x").get<std::uint8_t>() ==
+          Tensor<std::uint8_t>({2}, {5, 6}));
+  }
+}
+
+TEST_CASE("a file's tensors have at most 64 dims; loading allocates in proportion to the file",
+          "[io][errors]") {
+  Scratch scratch;
+  const fs::path path = scratch / "rank.safetensors";
+  auto ones = [](std::size_t rank, const char* size) {
+    std::string shape = "[";
+    for (std::size_t d = 0; d < rank; ++d)
+      shape += d == 0 ? size : std::string(",") + size;
+    return shape + "]";
+  };
+  const std::string rank64 = file_with(
+      R"({"x":{"dtype":"U8","shape":)" + ones(64, "1") + R"(,"data_offsets":[0,1]}})", "\x07");
+  CHECK(io::parse(rank64.data(), rank64.size()).tensors.at("x").dim() == 64);
+  check_rejected(
+      path,
+      file_with(R"({"x":{"dtype":"U8","shape":)" + ones(65, "1") + R"(,"data_offsets":[0,1]}})",
+                "\x07"),
+      "tensor 'x' has a shape of more than 64 dims");
+  // Five million dims of size 0, a 10 MB header: rejected at the 65th dim.
+  check_rejected(path,
+                 file_with(R"({"x":{"dtype":"U8","shape":)" + ones(5'000'000, "0") +
+                               R"(,"data_offsets":[0,0]}})",
+                           ""),
+                 "tensor 'x' has a shape of more than 64 dims");
+  io::TensorFile file;
+  file.tensors.emplace("deep", AnyTensor(Tensor<float>(Shape::filled(65, 1))));
+  TBATCH_CHECK_THROWS_WITH(io::save(scratch / "deep.safetensors", file), ValueError,
+                           "io::save: tensor 'deep' has 65 dims; a file holds at most 64");
+  CHECK_FALSE(fs::exists(scratch / "deep.safetensors"));
+}
+
+TEST_CASE("a file's shape whose strides overflow is a FormatError naming file and tensor",
+          "[io][errors]") {
+  Scratch scratch;
+  const fs::path path = scratch / "huge.safetensors";
+  check_rejected(path,
+                 file_with(R"({"x":{"dtype":"F32","shape":[0,4611686018427387904,)"
+                           R"(4611686018427387904],"data_offsets":[0,0]}})",
+                           ""),
+                 "tensor 'x' has a shape whose size overflows: [0, 4611686018427387904, "
+                 "4611686018427387904]");
+  TBATCH_CHECK_THROWS_WITH(io::load(path), FormatError, "huge.safetensors: tensor 'x'");
+}
+
+TEST_CASE("io::get of another layout or dtype than stored is a TypeError naming the batch",
+          "[io][errors]") {
+  io::TensorFile file;
+  io::put(file, "clouds", list_to_packed(std::vector<Tensor<float>>{Tensor<float>(Shape{2, 3})}));
+  TBATCH_CHECK_THROWS_WITH(io::get<PaddedBatch<float>>(file, "clouds"), TypeError,
+                           "io::get: batch 'clouds' is stored packed, not padded");
+  TBATCH_CHECK_THROWS_WITH(io::get<PackedBatch<double>>(file, "clouds"), TypeError,
+                           "io::get: tensor 'clouds' has dtype float32, not the requested float64");
+  // A metadata tensor of another dtype is a bad file, not a caller's mistake.
+  file.tensors.insert_or_assign("clouds.first_idx", AnyTensor(Tensor<float>({2}, {0, 2})));
+  TBATCH_CHECK_THROWS_WITH(io::get<PackedBatch<float>>(file, "clouds"), FormatError,
+                           "io::get: tensor 'clouds.first_idx' has dtype float32; expected int64");
+}
+
+TEST_CASE("loading a FIFO is a FileError at once, not a wait for a writer", "[io][errors]") {
+  Scratch scratch;
+  const fs::path fifo = scratch / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // In a child process, so that a load that blocks is killed instead of hanging the suite.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    int code = 1;
+    try {
+      io::load(fifo);
+    } catch (const FileError& e) {
+      code = std::string(e.what()).find("is not a regular file") != std::string::npos ? 0 : 2;
+    } catch (...) {
+      code = 3;
+    }
+    std::_Exit(code);
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int waited_ms = 0; waited_ms < 20'000 && done == 0; waited_ms += 10) {
+    done = ::waitpid(child, &status, WNOHANG);
+    if (done == 0) ::usleep(10'000);
+  }
+  if (done == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    FAIL("io::load of a FIFO blocked for 20 s");
+  }
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("save writes a file whose name has the most characters a name may have", "[io][errors]") {
+  Scratch scratch;
+  const std::string name(255, 'n');
+  io::TensorFile file;
+  file.tensors.emplace("x", AnyTensor(Tensor<float>({2}, {1, 2})));
+  io::save(scratch / name, file);
+  CHECK(io::load(scratch / name).tensors.at("x").get<float>() == Tensor<float>({2}, {1, 2}));
+  io::save(scratch / name, file);  // replacing it too
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(scratch.dir))
+    ++entries;
+  CHECK(entries == 1);
+}
+
+namespace {
+
+/// `file` with its RaggedTensorDict structure changed by `edit`.
+template <class Edit>
+io::TensorFile with_structure(io::TensorFile file, Edit edit) {
+  std::string& text = file.metadata.at("tbatch.ragged_tensordict");
+  nlohmann::json structure = nlohmann::json::parse(text);
+  edit(structure);
+  text = structure.dump();
+  return file;
+}
+
+nlohmann::json& item_of(nlohmann::json& structure, const std::string& key) {
+  for (nlohmann::json& item : structure["items"])
+    if (item["key"] == key) return item;
+  throw std::logic_error("no item " + key);
+}
+
+}  // namespace
+
+TEST_CASE("a RaggedTensorDict structure that contradicts its tensors is a FormatError",
+          "[io][tensor_dict][errors]") {
+  std::vector<TensorDict> tds;
+  for (index_t i = 0; i < 4; ++i)
+    tds.push_back(TensorDict({{"points", testing::iota<float>(Shape{1 + 2 * i, 3})},
+                              {"labels", testing::iota<std::int64_t>(Shape{1 + 2 * i})},
+                              {"pose", testing::iota<double>(Shape{4})}}));
+  for (RaggedLayout layout : {RaggedLayout::padded, RaggedLayout::packed}) {
+    io::TensorFile file;
+    io::put(file, TensorDict::stack_ragged(tds, layout));
+    auto rejects = [&](const io::TensorFile& broken, const std::string& message) {
+      TBATCH_CHECK_THROWS_WITH(io::get_ragged_tensordict(broken), FormatError,
+                               "io::get_ragged_tensordict: the RaggedTensorDict structure in the "
+                               "metadata " +
+                                   message);
+    };
+    rejects(with_structure(file, [](auto& s) { item_of(s, "points")["unit_last_dim"] = true; }),
+            "has entry 'points' with unit_last_dim set, but its data's last dim is 3, not 1");
+    rejects(with_structure(file, [](auto& s) { item_of(s, "pose")["unit_last_dim"] = true; }),
+            "has dense entry 'pose' with unit_last_dim set");
+    rejects(with_structure(file, [](auto& s) { s["items"].push_back(s["items"][0]); }),
+            "has key 'points' twice");
+    rejects(with_structure(file,
+                           [](auto& s) {
+                             s["batch_size"] = {0};
+                             s["element_batch_sizes"] = nlohmann::json::array();
+                             s["items"] = nlohmann::json::array();
+                           }),
+            "has batch_size[0] 0; a RaggedTensorDict stacks at least one TensorDict");
+    // Without the flag, the file describes tensors with a trailing dim of size 1, which a
+    // RaggedTensorDict of such tensors stores the same way: it loads as that.
+    const RaggedTensorDict plain = io::get_ragged_tensordict(
+        with_structure(file, [](auto& s) { item_of(s, "labels")["unit_last_dim"] = false; }));
+    CHECK(plain.element(2).get<std::int64_t>("labels").shape() == Shape{5, 1});
+  }
+  // Shapes that do not differ: the flag stored on an entry whose last dims are all equal, and
+  // a ragged entry whose tensors all have one shape (stack_ragged stores both otherwise).
+  io::TensorFile file;
+  io::put(file, TensorDict::stack_ragged(tds, RaggedLayout::padded));
+  file.tensors.insert_or_assign("points.shape_per_tensor",
+                                AnyTensor(Tensor<index_t>({4, 1}, {7, 7, 7, 7})));
+  TBATCH_CHECK_THROWS_WITH(io::get_ragged_tensordict(file), FormatError,
+                           "has ragged entry 'points' whose tensors all have shape [7, 3]");
+  std::vector<TensorDict> same_last;
+  for (index_t i = 0; i < 3; ++i)
+    same_last.push_back(TensorDict({{"v", testing::iota<float>(Shape{1 + i, 2, 1})}}));
+  io::TensorFile unit;
+  io::put(unit, TensorDict::stack_ragged(same_last, RaggedLayout::packed));
+  TBATCH_CHECK_THROWS_WITH(
+      io::get_ragged_tensordict(
+          with_structure(unit, [](auto& s) { item_of(s, "v")["unit_last_dim"] = true; })),
+      FormatError, "has entry 'v' with unit_last_dim set, but its tensors' last dims are all 2");
+}
+
+TEST_CASE("RaggedTensorDict batch sizes that contradict the data are a FormatError at load",
+          "[io][tensor_dict][errors]") {
+  std::vector<TensorDict> tds;
+  for (index_t i = 0; i < 4; ++i) {
+    const index_t n = 1 + 2 * i;
+    tds.push_back(
+        TensorDict({{"points", testing::iota<float>(Shape{n, 3})},
+                    {"meta", TensorDict({{"ids", testing::iota<std::int32_t>(Shape{n})}}, {n})}},
+                   {n}));
+  }
+  for (RaggedLayout layout : {RaggedLayout::padded, RaggedLayout::packed}) {
+    io::TensorFile file;
+    io::put(file, TensorDict::stack_ragged(tds, layout));
+    const RaggedTensorDict back = io::get_ragged_tensordict(file);
+    CHECK(back.batch_size() == std::vector<index_t>{4, -1});
+    CHECK(back.element(3).get<float>("points") == tds[3].get<float>("points"));
+    auto rejects = [&](const io::TensorFile& broken, const std::string& message) {
+      TBATCH_CHECK_THROWS_WITH(io::get_ragged_tensordict(broken), FormatError, message);
+    };
+    rejects(with_structure(file, [](auto& s) { s["element_batch_sizes"][0] = {2}; }),
+            "has element 0 of batch size [2], but its entry 'points' has shape [1, 3]");
+    rejects(with_structure(file,
+                           [](auto& s) {
+                             s["batch_size"] = {4, 3};
+                           }),
+            "has batch_size [4, 3], but its elements' batch sizes make it [4, -1]");
+    rejects(with_structure(file,
+                           [](auto& s) {
+                             for (auto& item : s["items"])
+                               if (item.contains("dict"))
+                                 item["dict"]["element_batch_sizes"][1] = {2};
+                           }),
+            "has element 1 of batch size [2], but its parent's is [3] (at 'meta.')");
+    rejects(
+        with_structure(file, [](auto& s) { s["element_batch_sizes"][1] = {4611686018427387904}; }),
+        "has element 1 of batch size [4611686018427387904]");
+  }
 }

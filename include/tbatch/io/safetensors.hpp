@@ -5,14 +5,10 @@
 // Rust and JavaScript read these files, and they can be memory-mapped. Optional like the MPI
 // header: it needs nlohmann-json (Debian's nlohmann-json3-dev) and a POSIX system.
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -21,7 +17,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +27,8 @@
 #include "tbatch/core/storage.hpp"
 #include "tbatch/dict/any_tensor.hpp"
 #include "tbatch/dict/tensor_dict.hpp"
+#include "tbatch/io/posix_file.hpp"
+#include "tbatch/io/safetensors_header.hpp"
 
 namespace tbatch::io {
 
@@ -52,221 +49,28 @@ struct TensorFile {
 
 namespace detail {
 
-using tbatch::detail::fail;
-
-/// The safetensors name of a dtype (F32, BF16, I64, BOOL, ...).
-inline const char* safetensors_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::float32:
-      return "F32";
-    case DType::float64:
-      return "F64";
-    case DType::float16:
-      return "F16";
-    case DType::bfloat16:
-      return "BF16";
-    case DType::int8:
-      return "I8";
-    case DType::int16:
-      return "I16";
-    case DType::int32:
-      return "I32";
-    case DType::int64:
-      return "I64";
-    case DType::uint8:
-      return "U8";
-    case DType::uint16:
-      return "U16";
-    case DType::uint32:
-      return "U32";
-    case DType::boolean:
-      return "BOOL";
-  }
-  fail<ValueError>("io::save", "dtype ", static_cast<int>(dtype), " is not a DType");
+/// Makes every byte of a BOOL tensor read from a file 0 or 1 (any nonzero byte is true, as
+/// numpy reads it): a bool object holding another byte is undefined behaviour. Writes only
+/// the bytes that change, so a private mapping copies only the pages that hold them.
+inline void normalise_bools(unsigned char* bytes, std::uint64_t n) {
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (bytes[i] > 1) bytes[i] = 1;
 }
 
-inline std::optional<DType> dtype_of_safetensors(const std::string& name) {
-  for (DType d :
-       {DType::float32, DType::float64, DType::float16, DType::bfloat16, DType::int8, DType::int16,
-        DType::int32, DType::int64, DType::uint8, DType::uint16, DType::uint32, DType::boolean})
-    if (name == safetensors_dtype(d)) return d;
-  return std::nullopt;
-}
-
-/// The cause of the last failed system call, for messages.
-inline std::string system_cause() {
-  return std::strerror(errno);
-}
-
-/// A file descriptor closed on scope exit.
-class File {
- public:
-  explicit File(int fd) : fd_(fd) {}
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
-  File& operator=(File&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  ~File() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  /// Closes now, reporting failure (a deferred write error shows here).
-  bool close() {
-    const int fd = fd_;
-    fd_ = -1;
-    return ::close(fd) == 0;
-  }
-
- private:
-  int fd_;
-};
-
-/// A read-only private mapping of a whole file, unmapped when the last tensor viewing it goes.
-class Mapping {
- public:
-  Mapping(void* data, std::size_t bytes) : data_(data), bytes_(bytes) {}
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() {
-    if (bytes_ > 0) ::munmap(data_, bytes_);
-  }
-  const unsigned char* bytes() const { return static_cast<const unsigned char*>(data_); }
-  unsigned char* writable_bytes() { return static_cast<unsigned char*>(data_); }
-  std::size_t size() const { return bytes_; }
-
- private:
-  void* data_;
-  std::size_t bytes_;
-};
-
-/// Little-endian u64 at `p`.
-inline std::uint64_t read_u64(const unsigned char* p) {
-  std::uint64_t v = 0;
-  for (int i = 7; i >= 0; --i)
-    v = (v << 8) | p[i];
-  return v;
-}
-
-/// One tensor's entry in a parsed header.
-struct Entry {
-  std::string name;
-  DType dtype;
-  Shape shape;
-  std::uint64_t begin, end;  // in the data section
-};
-
-/// A validated header: entries sorted by their data offset, metadata and where data starts.
-struct Header {
-  std::vector<Entry> entries;
-  std::map<std::string, std::string> metadata;
-  std::uint64_t data_start = 0;
-};
-
-/// The most header bytes accepted (as the reference implementation): a bad length cannot make
-/// the loader allocate much.
-inline constexpr std::uint64_t max_header_bytes = 100'000'000;
-
-/// The header length stored in the first 8 bytes of a file of `size` bytes, checked against it.
-inline std::uint64_t header_length(const unsigned char* first8, std::uint64_t size,
-                                   const std::string& what, const char* fn) {
-  if (size < 8)
-    fail<FormatError>(fn, what, " has ", size,
-                      " bytes; a safetensors file starts with an 8-byte header length");
-  const std::uint64_t length = read_u64(first8);
-  if (length > max_header_bytes || length > size - 8)
-    fail<FormatError>(fn, what, " declares a header of ", length, " bytes but has ", size - 8,
-                      " bytes after the length (at most ", max_header_bytes, " are accepted)");
-  return length;
-}
-
-/// Parses and checks the JSON header `text` (`length` bytes) of a file of `size` bytes; `what`
-/// names the file in messages.
-inline Header parse_header(const char* text, std::uint64_t length, std::uint64_t size,
-                           const std::string& what, const char* fn) {
-  const nlohmann::json json = nlohmann::json::parse(text, text + length, nullptr, false);
-  if (json.is_discarded() || !json.is_object())
-    fail<FormatError>(fn, what, " has a header that is not a JSON object");
-  Header header;
-  header.data_start = 8 + length;
-  const std::uint64_t data_bytes = size - header.data_start;
-  for (const auto& item : json.items()) {
-    // Named, not structured bindings: the lambda below captures them (clang 14 cannot).
-    const std::string& name = item.key();
-    const nlohmann::json& value = item.value();
-    if (name == "__metadata__") {
-      if (!value.is_object())
-        fail<FormatError>(fn, what, ": __metadata__ is not a JSON object of strings");
-      for (const auto& [key, text_value] : value.items()) {
-        if (!text_value.is_string())
-          fail<FormatError>(fn, what, ": __metadata__ entry '", key, "' is not a string");
-        header.metadata[key] = text_value.get<std::string>();
-      }
-      continue;
-    }
-    auto bad = [&](const auto&... why) {
-      fail<FormatError>(fn, what, ": tensor '", name, "' ", why...);
-    };
-    if (name.empty()) bad("has an empty name, which no tensor may have");
-    if (!value.is_object()) bad("is not a JSON object");
-    const auto dtype_field = value.find("dtype");
-    const auto shape_field = value.find("shape");
-    const auto offsets_field = value.find("data_offsets");
-    if (dtype_field == value.end() || !dtype_field->is_string()) bad("has no dtype string");
-    const std::optional<DType> dtype = dtype_of_safetensors(dtype_field->get<std::string>());
-    if (!dtype)
-      bad("has dtype ", dtype_field->get<std::string>(),
-          ", which tbatch does not hold (expected F16, BF16, F32, F64, I8, I16, I32, I64, U8, "
-          "U16, U32 or BOOL)");
-    if (shape_field == value.end() || !shape_field->is_array()) bad("has no shape array");
-    Shape shape;
-    index_t numel = 1;
-    for (const auto& size_value : *shape_field) {
-      if (!size_value.is_number_unsigned() ||
-          size_value.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<index_t>::max()))
-        bad("has a shape entry that is not a size: ", size_value.dump());
-      const auto dim = index_t(size_value.get<std::uint64_t>());
-      shape.push_back(dim);
-      if (__builtin_mul_overflow(numel, dim, &numel)) bad("has a shape whose size overflows");
-    }
-    if (offsets_field == value.end() || !offsets_field->is_array() || offsets_field->size() != 2 ||
-        !(*offsets_field)[0].is_number_unsigned() || !(*offsets_field)[1].is_number_unsigned())
-      bad("has no data_offsets pair of sizes");
-    const auto begin = (*offsets_field)[0].get<std::uint64_t>();
-    const auto end = (*offsets_field)[1].get<std::uint64_t>();
-    if (begin > end || end > data_bytes)
-      bad("has data_offsets [", begin, ", ", end, "] outside the ", data_bytes,
-          " data bytes (or reversed)");
-    index_t expected_bytes = 0;
-    if (__builtin_mul_overflow(numel, dtype_size(*dtype), &expected_bytes) ||
-        std::uint64_t(expected_bytes) != end - begin)
-      bad("has shape ", shape, " of dtype ", *dtype, " but ", end - begin, " bytes of data");
-    header.entries.push_back(Entry{name, *dtype, std::move(shape), begin, end});
-  }
-  std::sort(header.entries.begin(), header.entries.end(), [](const Entry& a, const Entry& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
-  // The tensors tile the data section exactly: no overlap, no gap, nothing after them.
-  std::uint64_t reached = 0;
-  for (const Entry& e : header.entries) {
-    if (e.begin != reached)
-      fail<FormatError>(fn, what, ": tensor '", e.name, "' starts at data byte ", e.begin,
-                        " but the tensors before it end at ", reached,
-                        " (offsets must tile the data without overlap or gap)");
-    reached = e.end;
-  }
-  if (reached != data_bytes)
-    fail<FormatError>(fn, what, ": the tensors cover ", reached, " data bytes but the file has ",
-                      data_bytes);
-  return header;
+/// A tensor of entry `e` holding a copy of its `bytes` (BOOL bytes normalised).
+inline AnyTensor copied_tensor(const Entry& e, const unsigned char* bytes) {
+  AnyTensor t = AnyTensor::empty(e.dtype, e.shape);
+  const std::uint64_t n = e.end - e.begin;
+  if (n > 0) std::memcpy(t.data_ptr(), bytes, std::size_t(n));
+  if (e.dtype == DType::boolean) normalise_bools(static_cast<unsigned char*>(t.data_ptr()), n);
+  return t;
 }
 
 }  // namespace detail
 
 /// The tensors and metadata of a safetensors file held in memory (`size` bytes at `data`),
-/// copied out of it. FormatError for anything the format does not allow; `what` names the
-/// source in messages.
+/// copied out of it. FormatError for anything the format does not allow (see docs/io.md: bad
+/// files); `what` names the source in messages. BOOL bytes other than 0 are read as true.
 inline TensorFile parse(const void* data, std::size_t size, const std::string& what = "buffer") {
   const char* fn = "io::parse";
   const auto* bytes = static_cast<const unsigned char*>(data);
@@ -275,43 +79,19 @@ inline TensorFile parse(const void* data, std::size_t size, const std::string& w
       detail::parse_header(reinterpret_cast<const char*>(bytes + 8), length, size, what, fn);
   TensorFile out;
   out.metadata = header.metadata;
-  for (const detail::Entry& e : header.entries) {
-    AnyTensor t = AnyTensor::empty(e.dtype, e.shape);
-    if (e.end > e.begin)
-      std::memcpy(t.data_ptr(), bytes + header.data_start + e.begin, std::size_t(e.end - e.begin));
-    out.tensors.emplace(e.name, std::move(t));
-  }
+  for (const detail::Entry& e : header.entries)
+    out.tensors.emplace(e.name, detail::copied_tensor(e, bytes + header.data_start + e.begin));
   return out;
 }
 
 namespace detail {
-
-/// Reads exactly `n` bytes at `offset` of `file` into `out`; FileError naming `path` otherwise.
-inline void read_at(const File& file, void* out, std::uint64_t n, std::uint64_t offset,
-                    const std::filesystem::path& path, const char* fn) {
-  auto* at = static_cast<unsigned char*>(out);
-  for (std::uint64_t done = 0; done < n;) {
-    const ssize_t got = ::pread(file.get(), at + done, std::size_t(n - done), off_t(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) fail<FileError>(fn, "cannot read ", path, ": ", system_cause());
-    if (got == 0)
-      fail<FileError>(fn, "cannot read ", path, ": it ended early (changed while read?)");
-    done += std::uint64_t(got);
-  }
-}
 
 /// The tensors (all, or only `only`) of the file at `path`.
 inline TensorFile load_file(const std::filesystem::path& path, Mmap mmap, const std::string* only,
                             const char* fn) {
   if (mmap != Mmap::no && mmap != Mmap::yes)
     fail<ValueError>(fn, "mmap is ", static_cast<int>(mmap), "; expected Mmap::no or Mmap::yes");
-  File file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (file.get() < 0) fail<FileError>(fn, "cannot open ", path, ": ", system_cause());
-  struct stat info {};
-  if (::fstat(file.get(), &info) != 0)
-    fail<FileError>(fn, "cannot read the size of ", path, ": ", system_cause());
-  if (!S_ISREG(info.st_mode)) fail<FileError>(fn, path, " is not a regular file");
-  const auto size = std::uint64_t(info.st_size);
+  const auto [file, size] = open_regular_file(path, fn);
   const std::string what = "file " + path.string();
   unsigned char first8[8] = {};
   if (size >= 8) read_at(file, first8, 8, 0, path, fn);
@@ -343,6 +123,8 @@ inline TensorFile load_file(const std::filesystem::path& path, Mmap mmap, const 
     const index_t element = dtype_size(e.dtype);
     if (mapping &&
         (reinterpret_cast<std::uintptr_t>(mapping->bytes() + at) % std::uintptr_t(element)) == 0) {
+      // The mapping is private: normalising changes this process's pages, never the file.
+      if (e.dtype == DType::boolean) normalise_bools(mapping->writable_bytes() + at, bytes);
       auto storage = Storage::borrow(mapping->writable_bytes() + at, index_t(bytes), mapping);
       out.tensors.emplace(
           e.name,
@@ -350,13 +132,14 @@ inline TensorFile load_file(const std::filesystem::path& path, Mmap mmap, const 
       continue;
     }
     // Copied: no mapping, or bytes a typed view may not read unaligned.
-    AnyTensor t = AnyTensor::empty(e.dtype, e.shape);
-    if (bytes > 0) {
-      if (mapping)
-        std::memcpy(t.data_ptr(), mapping->bytes() + at, std::size_t(bytes));
-      else
-        read_at(file, t.data_ptr(), bytes, at, path, fn);
+    if (mapping) {
+      out.tensors.emplace(e.name, copied_tensor(e, mapping->bytes() + at));
+      continue;
     }
+    AnyTensor t = AnyTensor::empty(e.dtype, e.shape);
+    if (bytes > 0) read_at(file, t.data_ptr(), bytes, at, path, fn);
+    if (e.dtype == DType::boolean)
+      normalise_bools(static_cast<unsigned char*>(t.data_ptr()), bytes);
     out.tensors.emplace(e.name, std::move(t));
   }
   if (!found) {
@@ -368,46 +151,6 @@ inline TensorFile load_file(const std::filesystem::path& path, Mmap mmap, const 
   }
   return out;
 }
-
-/// Writes all `n` bytes of `data` to `file`; false (errno set) on failure.
-inline bool write_all(const File& file, const void* data, std::uint64_t n) {
-  const auto* at = static_cast<const unsigned char*>(data);
-  for (std::uint64_t done = 0; done < n;) {
-    const ssize_t put =
-        ::write(file.get(), at + done, std::size_t(std::min<std::uint64_t>(n - done, 1u << 30)));
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) return false;
-    done += std::uint64_t(put);
-  }
-  return true;
-}
-
-/// A new file beside the target, created with the permissions a new file gets (0666 less the
-/// umask), removed on scope exit unless `committed` (renamed over the target).
-struct Temporary {
-  std::string path;
-  File file{-1};
-  bool committed = false;
-
-  Temporary(const std::filesystem::path& folder, const std::string& name, const char* fn) {
-    std::random_device seed;
-    for (int attempt = 0; attempt < 64; ++attempt) {
-      path = (folder / ("." + name + ".tmp-" + std::to_string(seed()))).string();
-      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd >= 0) {
-        file = File(fd);
-        return;
-      }
-      if (errno != EEXIST) break;
-    }
-    fail<FileError>(fn, "cannot create a file beside ", folder / name, ": ", system_cause());
-  }
-  Temporary(const Temporary&) = delete;
-  Temporary& operator=(const Temporary&) = delete;
-  ~Temporary() {
-    if (!committed) ::unlink(path.c_str());
-  }
-};
 
 /// The JSON header of `contents`, padded with spaces so the data starts 8-byte aligned, and the
 /// tensors in the order their bytes follow it: larger elements first, then by name, so every
@@ -424,6 +167,9 @@ inline std::pair<std::string, std::vector<std::pair<std::string, AnyTensor>>> he
   for (const auto& [name, tensor] : order) {
     if (name.empty() || name == "__metadata__")
       fail<ValueError>(fn, "tensor name '", name, "' is not allowed (empty or __metadata__)");
+    if (std::size_t(tensor.dim()) > max_file_rank)
+      fail<ValueError>(fn, "tensor '", name, "' has ", tensor.dim(), " dims; a file holds at most ",
+                       max_file_rank, " (loading refuses more)");
     std::vector<index_t> shape(tensor.shape().begin(), tensor.shape().end());
     const auto bytes = std::uint64_t(tensor.numel() * tensor.element_size());
     json[name] = {{"dtype", safetensors_dtype(tensor.dtype())},
@@ -483,8 +229,9 @@ inline void save(const std::filesystem::path& path, const TensorFile& contents) 
 /// The tensors and metadata of the safetensors file at `path`. Mmap::yes views a private
 /// mapping of the file instead of reading it: opening costs nothing until the tensors are read,
 /// the tensors keep the mapping alive, and writes through them change this process's pages,
-/// never the file. FileError when the file cannot be read, FormatError when it is not a valid
-/// safetensors file (see parse).
+/// never the file. FileError when the file cannot be read or is not a regular file (a FIFO is
+/// refused without waiting), FormatError when it is not a valid safetensors file (see parse).
+/// BOOL bytes other than 0 are read as true (a mapping gets them rewritten in its own pages).
 inline TensorFile load(const std::filesystem::path& path, Mmap mmap = Mmap::no) {
   return detail::load_file(path, mmap, nullptr, "io::load");
 }
@@ -518,6 +265,17 @@ inline const AnyTensor& stored(const TensorFile& file, const std::string& name, 
   return it->second;
 }
 
+/// The metadata tensor `name` (shape_per_tensor, first_idx) of dtype T: another dtype is a bad
+/// file, a FormatError.
+template <Element T>
+Tensor<T> stored_as(const TensorFile& file, const std::string& name, const char* fn) {
+  const AnyTensor& t = stored(file, name, fn);
+  if (!t.holds<T>())
+    fail<FormatError>(fn, "tensor '", name, "' has dtype ", t.dtype(), "; expected ",
+                      dtype_name_of<T>);
+  return t.get<T>(fn);
+}
+
 }  // namespace detail
 
 /// Adds `batch` to `file` under `name`: its data as `name`, its metadata tensors as
@@ -545,9 +303,10 @@ void put(TensorFile& file, const std::string& name, const B& batch) {
   file.metadata.insert_or_assign(name + ".layout", detail::layout_name<B>());
 }
 
-/// The batch `put` stored under `name`, of layout B (sharing the file's tensors). FormatError
-/// when the metadata names another layout or a tensor is missing, TypeError for another
-/// dtype, and what B's constructor throws for inconsistent metadata.
+/// The batch `put` stored under `name`, of layout B (sharing the file's tensors). TypeError
+/// naming the batch when it is stored in another layout or has another dtype than B's;
+/// FormatError when it is missing or a metadata tensor is missing or of another dtype than
+/// int64; and what B's constructor throws for inconsistent metadata.
 template <Batch B>
 B get(const TensorFile& file, const std::string& name) {
   using T = typename B::value_type;
@@ -557,17 +316,21 @@ B get(const TensorFile& file, const std::string& name) {
     tbatch::detail::fail<FormatError>(fn, "the file has no batch '", name, "' (no metadata entry '",
                                       name, ".layout')");
   if (layout->second != detail::layout_name<B>())
-    tbatch::detail::fail<FormatError>(fn, "batch '", name, "' is stored ", layout->second, ", not ",
-                                      detail::layout_name<B>());
-  const Tensor<T> data = detail::stored(file, name, fn).get<T>(fn);
+    tbatch::detail::fail<TypeError>(fn, "batch '", name, "' is stored ", layout->second, ", not ",
+                                    detail::layout_name<B>());
+  const AnyTensor& stored = detail::stored(file, name, fn);
+  if (!stored.holds<T>())
+    tbatch::detail::fail<TypeError>(fn, "tensor '", name, "' has dtype ", stored.dtype(),
+                                    ", not the requested ", dtype_name_of<T>);
+  const Tensor<T> data = stored.get<T>(fn);
   if constexpr (std::is_same_v<B, ExactBatch<T>>) {
     return ExactBatch<T>(data);
   } else {
     const Tensor<index_t> shape_per_tensor =
-        detail::stored(file, name + ".shape_per_tensor", fn).get<index_t>(fn);
+        detail::stored_as<index_t>(file, name + ".shape_per_tensor", fn);
     if constexpr (std::is_same_v<B, PackedBatch<T>>)
       return PackedBatch<T>(data, shape_per_tensor,
-                            detail::stored(file, name + ".first_idx", fn).get<index_t>(fn));
+                            detail::stored_as<index_t>(file, name + ".first_idx", fn));
     else
       return PaddedBatch<T>(data, shape_per_tensor);
   }
@@ -602,6 +365,17 @@ inline nlohmann::json structure_of(const TensorDict& td, const std::string& pref
           {"dicts", dicts}};
 }
 
+/// A JSON integer that fits in an index, or nothing.
+inline std::optional<index_t> index_in(const nlohmann::json& value) {
+  if (value.is_number_unsigned()) {
+    const auto v = value.get<std::uint64_t>();
+    if (v > std::uint64_t(std::numeric_limits<index_t>::max())) return std::nullopt;
+    return index_t(v);
+  }
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  return std::nullopt;
+}
+
 /// Nested TensorDicts deeper than this in a file's structure are a FormatError (the structure
 /// is read recursively).
 inline constexpr int max_dict_depth = 64;
@@ -621,8 +395,9 @@ inline TensorDict dict_of(const nlohmann::json& structure, const std::string& pr
     bad("lacks batch_size, names, keys or dicts");
   Shape batch_size;
   for (const auto& size : structure["batch_size"]) {
-    if (!size.is_number_integer() || size.get<index_t>() < 0) bad("has a bad batch size");
-    batch_size.push_back(size.get<index_t>());
+    const std::optional<index_t> value = index_in(size);
+    if (!value || *value < 0) bad("has a bad batch size");
+    batch_size.push_back(*value);
   }
   TensorDict::Names names;
   for (const auto& name : structure["names"]) {
@@ -653,6 +428,9 @@ inline nlohmann::json structure_in(const TensorFile& file, const char* key, cons
   const auto entry = file.metadata.find(key);
   if (entry == file.metadata.end())
     fail<FormatError>(fn, "the file has no ", what, " (no metadata entry '", key, "')");
+  if (nests_deeper(entry->second.data(), entry->second.size(), max_json_depth))
+    fail<FormatError>(fn, "the metadata entry '", key, "' nests JSON deeper than ", max_json_depth,
+                      " levels");
   nlohmann::json structure = nlohmann::json::parse(entry->second, nullptr, false);
   if (structure.is_discarded()) fail<FormatError>(fn, "the metadata entry '", key, "' is not JSON");
   return structure;
@@ -742,11 +520,14 @@ struct RaggedAccess {
         {"batch_size", r.batch_size_}, {"element_batch_sizes", element_sizes}, {"items", items}};
   }
 
+  /// The RaggedTensorDict described by `structure`, checked to hold what stack_ragged builds:
+  /// batch sizes that agree with the tensors, and each entry's ragged and unit_last_dim flags
+  /// as stack_ragged sets them. `parent` holds the element batch sizes of the dict around it.
   static RaggedTensorDict ragged_of(const nlohmann::json& structure, const std::string& prefix,
                                     RaggedLayout layout, const TensorFile& file, const char* fn,
-                                    int depth) {
-    auto bad = [&](const char* why) {
-      fail<FormatError>(fn, "the RaggedTensorDict structure in the metadata ", why,
+                                    int depth, const std::vector<Shape>* parent) {
+    auto bad = [&](const auto&... why) {
+      fail<FormatError>(fn, "the RaggedTensorDict structure in the metadata ", why...,
                         prefix.empty() ? "" : " (at '", prefix, prefix.empty() ? "" : "')");
     };
     if (depth > max_dict_depth) bad("nests deeper than 64");
@@ -759,63 +540,143 @@ struct RaggedAccess {
     RaggedTensorDict out;
     out.layout_ = layout;
     for (const auto& size : structure["batch_size"]) {
-      if (!size.is_number_integer() || size.get<index_t>() < -1) bad("has a bad batch size");
-      out.batch_size_.push_back(size.get<index_t>());
+      const std::optional<index_t> value = index_in(size);
+      if (!value || *value < -1) bad("has a bad batch size");
+      out.batch_size_.push_back(*value);
     }
+    const index_t count = out.batch_size_[0];
+    if (count < 1)
+      bad("has batch_size[0] ", count, "; a RaggedTensorDict stacks at least one TensorDict");
     for (const auto& sizes : structure["element_batch_sizes"]) {
       if (!sizes.is_array()) bad("has an element batch size that is not a list");
       Shape shape;
       for (const auto& size : sizes) {
-        if (!size.is_number_integer() || size.get<index_t>() < 0) bad("has a bad batch size");
-        shape.push_back(size.get<index_t>());
+        const std::optional<index_t> value = index_in(size);
+        if (!value || *value < 0) bad("has a bad batch size");
+        shape.push_back(*value);
       }
+      const std::size_t i = out.element_batch_sizes_.size();
       if (index_t(shape.size()) + 1 != out.batch_dims())
         bad("has element batch sizes of another rank");
+      index_t numel = 1;
+      for (const index_t size : shape)
+        if (tbatch::detail::multiply_overflows(numel, size, numel))
+          bad("has element ", i, " of batch size ", shape, ", whose size overflows");
+      if (parent && i < parent->size() && !tbatch::detail::starts_with(shape, (*parent)[i]))
+        bad("has element ", i, " of batch size ", shape, ", but its parent's is ", (*parent)[i]);
       out.element_batch_sizes_.push_back(std::move(shape));
     }
-    const index_t count = out.batch_size_[0];
-    if (count < 0 || index_t(out.element_batch_sizes_.size()) != count)
+    const std::vector<Shape>& sizes = out.element_batch_sizes_;
+    if (index_t(sizes.size()) != count)
       bad("has a number of element batch sizes other than batch_size[0]");
+    if (parent && parent->size() != sizes.size()) bad("has a nested dict of another size");
+    // Each batch dim's size is the elements' common size, or -1 where they differ.
+    std::vector<index_t> common{count};
+    for (std::size_t d = 0; d + 1 < out.batch_size_.size(); ++d) {
+      common.push_back(sizes[0][d]);
+      for (const Shape& size : sizes)
+        if (size[d] != sizes[0][d]) common.back() = -1;
+    }
+    if (common != out.batch_size_) {
+      std::string claimed, actual;
+      tbatch::detail::append_sizes(claimed, out.batch_size_.data(), out.batch_size_.size());
+      tbatch::detail::append_sizes(actual, common.data(), common.size());
+      bad("has batch_size ", claimed, ", but its elements' batch sizes make it ", actual);
+    }
+    const bool same_batch_sizes = std::find(common.begin(), common.end(), -1) == common.end();
+    // Element i's tensor of an entry must start with element i's batch size.
+    auto check_batch = [&](index_t i, const Shape& element, const std::string& name) {
+      if (!tbatch::detail::starts_with(element, sizes[std::size_t(i)]))
+        bad("has element ", i, " of batch size ", sizes[std::size_t(i)], ", but its entry '", name,
+            "' has shape ", element);
+    };
     for (const auto& description : structure["items"]) {
       if (!description.is_object() || !description.contains("key") ||
           !description["key"].is_string())
         bad("has an item without a key");
       Item item;
       item.key = description["key"].get<std::string>();
+      if (out.find(item.key) != nullptr) bad("has key '", item.key, "' twice");
       const std::string name = prefix + item.key;
       if (description.contains("dict")) {
         item.dict = std::make_shared<const RaggedTensorDict>(
-            ragged_of(description["dict"], name + ".", layout, file, fn, depth + 1));
-        if (item.dict->size() != count) bad("has a nested dict of another size");
-      } else {
-        if (!description.contains("ragged") || !description["ragged"].is_boolean() ||
-            !description.contains("unit_last_dim") || !description["unit_last_dim"].is_boolean())
-          bad("has an entry without its ragged and unit_last_dim flags");
-        Entry entry;
-        entry.ragged = description["ragged"].get<bool>();
-        entry.unit_last_dim = description["unit_last_dim"].get<bool>();
-        entry.data = stored(file, name, fn);
-        if (entry.ragged) {
-          entry.shape_per_tensor = stored(file, name + ".shape_per_tensor", fn).get<index_t>(fn);
-          if (layout == RaggedLayout::packed)
-            entry.first_idx = stored(file, name + ".first_idx", fn).get<index_t>(fn);
-          // The batch constructors check the metadata against the data.
-          entry.data.visit([&](const auto& data) {
-            using T = typename std::decay_t<decltype(data)>::value_type;
-            const index_t batch =
-                layout == RaggedLayout::packed
-                    ? PackedBatch<T>(data, entry.shape_per_tensor, entry.first_idx).batch_size()
-                    : PaddedBatch<T>(data, entry.shape_per_tensor).batch_size();
-            if (batch != count) bad("has a ragged entry with another number of elements");
-          });
-        } else if (entry.data.dim() < 1 || entry.data.size(0) != count) {
-          bad("has a dense entry whose first dim is not the number of elements");
-        }
-        item.tensor = std::move(entry);
+            ragged_of(description["dict"], name + ".", layout, file, fn, depth + 1, &sizes));
+        out.items_.push_back(std::move(item));
+        continue;
       }
+      if (!description.contains("ragged") || !description["ragged"].is_boolean() ||
+          !description.contains("unit_last_dim") || !description["unit_last_dim"].is_boolean())
+        bad("has an entry without its ragged and unit_last_dim flags");
+      Entry entry;
+      entry.ragged = description["ragged"].get<bool>();
+      entry.unit_last_dim = description["unit_last_dim"].get<bool>();
+      entry.data = stored(file, name, fn);
+      if (!entry.ragged) {
+        if (entry.unit_last_dim) bad("has dense entry '", name, "' with unit_last_dim set");
+        if (entry.data.dim() < 1 || entry.data.size(0) != count)
+          bad("has a dense entry whose first dim is not the number of elements");
+        const Shape& stacked = entry.data.shape();
+        const Shape element(stacked.begin() + 1, stacked.end());
+        // One shape for all: with equal batch sizes element 0 stands for all; otherwise some
+        // element's batch size is not a prefix of it, and the scan stops there.
+        for (index_t i = 0; i < count; ++i) {
+          check_batch(i, element, name);
+          if (same_batch_sizes) break;
+        }
+      } else {
+        entry.shape_per_tensor = stored_as<index_t>(file, name + ".shape_per_tensor", fn);
+        if (layout == RaggedLayout::packed)
+          entry.first_idx = stored_as<index_t>(file, name + ".first_idx", fn);
+        // The batch constructors check the metadata against the data.
+        entry.data.visit([&](const auto& data) {
+          using T = typename std::decay_t<decltype(data)>::value_type;
+          const index_t batch =
+              layout == RaggedLayout::packed
+                  ? PackedBatch<T>(data, entry.shape_per_tensor, entry.first_idx).batch_size()
+                  : PaddedBatch<T>(data, entry.shape_per_tensor).batch_size();
+          if (batch != count) bad("has a ragged entry with another number of elements");
+        });
+        check_ragged(entry, name, bad, check_batch);
+      }
+      item.tensor = std::move(entry);
       out.items_.push_back(std::move(item));
     }
     return out;
+  }
+
+  /// The shapes of a ragged entry's tensors differ, and its unit_last_dim flag is set exactly
+  /// when their last dims differ. The batch's shape_per_tensor holds each element's dims but
+  /// the last, which the data holds once: with the flag, the elements are the tensors plus a
+  /// trailing dim of size 1, and the rows are the tensors' whole shapes.
+  template <class Bad, class CheckBatch>
+  static void check_ragged(const Entry& entry, const std::string& name, const Bad& bad,
+                           const CheckBatch& check_batch) {
+    const Tensor<index_t> rows = entry.shape_per_tensor.contiguous();
+    const index_t count = rows.size(0), rank = rows.size(1), last = entry.data.size(-1);
+    const index_t* at = rows.data();
+    auto tensor_shape = [&](index_t i) {
+      Shape shape(at + i * rank, at + (i + 1) * rank);
+      if (!entry.unit_last_dim) shape.push_back(last);
+      return shape;
+    };
+    bool differ = false;
+    for (index_t i = 1; i < count && !differ; ++i)
+      differ = !std::equal(at + i * rank, at + (i + 1) * rank, at);
+    if (entry.unit_last_dim) {
+      if (last != 1)
+        bad("has entry '", name, "' with unit_last_dim set, but its data's last dim is ", last,
+            ", not 1");
+      bool last_dims_differ = false;
+      for (index_t i = 1; rank >= 1 && i < count; ++i)
+        last_dims_differ = last_dims_differ || at[i * rank + rank - 1] != at[rank - 1];
+      if (!last_dims_differ)
+        bad("has entry '", name, "' with unit_last_dim set, but its tensors' last dims are all ",
+            rank >= 1 ? at[rank - 1] : index_t(1));
+    }
+    if (!differ)
+      bad("has ragged entry '", name, "' whose tensors all have shape ", tensor_shape(0));
+    for (index_t i = 0; i < count; ++i)
+      check_batch(i, tensor_shape(i), name);
   }
 };
 
@@ -849,7 +710,7 @@ inline RaggedTensorDict get_ragged_tensordict(const TensorFile& file) {
                                       "' is not a RaggedTensorDict structure");
   const RaggedLayout layout =
       structure["layout"] == "packed" ? RaggedLayout::packed : RaggedLayout::padded;
-  return detail::RaggedAccess::ragged_of(structure, "", layout, file, fn, 0);
+  return detail::RaggedAccess::ragged_of(structure, "", layout, file, fn, 0, nullptr);
 }
 
 }  // namespace tbatch::io
