@@ -9,10 +9,12 @@
 
 #include "test_support.hpp"
 
-// The io rows need nlohmann-json, as tbatch::tbatch_io does.
-#if __has_include(<nlohmann/json.hpp>)
+// The io and DLPack rows, when the build has those components (tests/CMakeLists.txt).
+#ifdef TBATCH_AUDIT_IO
 #include <tbatch/io/safetensors.hpp>
-#define TBATCH_AUDIT_IO 1
+#endif
+#ifdef TBATCH_AUDIT_DLPACK
+#include <tbatch/dlpack.hpp>
 #endif
 
 using namespace tbatch;
@@ -57,6 +59,7 @@ Tensor<index_t> ints(Shape shape, std::vector<index_t> values) {
 
 TEST_CASE("audit: core Shape and Tensor", "[audit]") {
   AUDIT(ShapeError, Shape({2, -3}), {"Shape", "size -3", "negative"});
+  AUDIT(ValueError, set_max_threads(-2), {"set_max_threads", "threads is -2", ">= 0"});
   AUDIT(ShapeError, (Shape{huge, 4}.numel()), {"numel", "overflows"});
   AUDIT(ShapeError, Tensor<float>(Shape{huge, 4}), {"numel", "overflow"});
   AUDIT(ShapeError, Tensor<float>(Shape{0, huge, 4}), {"numel", "[0, 4611686018427387904, 4]"});
@@ -425,5 +428,30 @@ TEST_CASE("audit: io (safetensors files)", "[audit]") {
   text.replace(text.find("\"unit_last_dim\":false"), 21, "\"unit_last_dim\":true");
   AUDIT(FormatError, io::get_ragged_tensordict(ragged),
         {"io::get_ragged_tensordict", "entry 'p'", "unit_last_dim", "last dim is 3"});
+}
+#endif
+
+#ifdef TBATCH_AUDIT_DLPACK
+TEST_CASE("audit: DLPack", "[audit]") {
+  // An exported tensor whose descriptor is then made bad, as a faulty producer would.
+  Tensor<bool> flags(Shape{3});
+  reinterpret_cast<unsigned char*>(flags.data())[2] = 2;  // written as a byte, never read as bool
+  DLPackPtr bools = to_dlpack(flags);
+  AUDIT(ValueError, from_dlpack<bool>(std::move(bools)),
+        {"from_dlpack", "flat position 2", "byte 2", "0 or 1"});
+  REQUIRE(bools != nullptr);  // rejected: still the caller's
+
+  DLPackPtr wide = to_dlpack(Tensor<float>(Shape{2, 2}));
+  wide->dl_tensor.strides[0] = int64_max;
+  wide->dl_tensor.strides[1] = std::numeric_limits<index_t>::min();
+  AUDIT(ShapeError, from_dlpack<float>(std::move(wide)), {"from_dlpack", "strides", "spans more"});
+
+  DLPackPtr floats = to_dlpack(Tensor<float>(Shape{2}));
+  AUDIT(TypeError, from_dlpack<double>(std::move(floats)), {"from_dlpack", "float32", "float64"});
+  REQUIRE(floats != nullptr);
+
+  AUDIT(ValueError, any_from_dlpack(DLPackPtr{}), {"any_from_dlpack", "null"});
+  AUDIT(ValueError, to_dlpack(Tensor<float>(Shape{2}), static_cast<DLPackStrides>(7)),
+        {"to_dlpack", "7"});
 }
 #endif

@@ -98,6 +98,9 @@ struct DLPackExport {
 
 /// `tensor` as DLPack describes it, `mode` choosing its strides (to_dlpack).
 inline DLPackPtr export_dlpack(const AnyTensor& tensor, DLPackStrides mode) {
+  if (mode != DLPackStrides::as_is && mode != DLPackStrides::non_negative)
+    fail<ValueError>("to_dlpack", "strides is ", static_cast<int>(mode),
+                     "; expected DLPackStrides::as_is or DLPackStrides::non_negative");
   Layout l = tensor.layout();
   if (mode == DLPackStrides::non_negative) {
     const bool empty = l.shape.numel() == 0;
