@@ -322,6 +322,38 @@ TEST_CASE("empty lists, zero-length elements and zero-size last dims", "[batch]"
   CHECK(rank_one.element(1) == iota<float>({3}));
 }
 
+TEST_CASE("the _into conversions of an empty list give an empty batch over out", "[batch]") {
+  // An empty last batch is ordinary: each form (vector of tensors, any ElementList) must view
+  // `out`, reading its shape before it is handed on.
+  const std::vector<Tensor<float>> none;
+  const std::vector<StridedView<const float>> no_views;
+  for (const Shape& shape : {Shape{0, 4, 3}, Shape{0, 2, 5, 3}, Shape{0, 3}}) {
+    Tensor<float> out(shape);
+    const PaddedBatch<float> from_tensors = list_to_padded_into(none, 1.0f, out);
+    CHECK(from_tensors.data().shares_storage_with(out));
+    CHECK(from_tensors.batch_size() == 0);
+    CHECK(from_tensors.data().shape() == shape);
+    CHECK(from_tensors.shape_per_tensor().shape() == Shape{0, index_t(shape.size()) - 2});
+    const PaddedBatch<float> from_views = list_to_padded_into(no_views, 1.0f, out);
+    CHECK(from_views.data().shares_storage_with(out));
+    CHECK(from_views.shape_per_tensor().shape() == Shape{0, index_t(shape.size()) - 2});
+  }
+  Tensor<float> rows(Shape{0, 3});
+  const PackedBatch<float> packed = list_to_packed_into(none, rows);
+  CHECK(packed.data().shares_storage_with(rows));
+  CHECK(packed.batch_size() == 0);
+  CHECK(packed.first_idx() == longs({1}, {0}));
+  const PackedBatch<float> packed_views = list_to_packed_into(no_views, rows);
+  CHECK(packed_views.data().shares_storage_with(rows));
+  CHECK(packed_views.last_dim() == 3);
+  TBATCH_CHECK_THROWS_WITH(list_to_padded_into(none, 0.0f, Tensor<float>(Shape{1, 2, 3})),
+                           ShapeError, "out has shape [1, 2, 3] but 0 tensors");
+  TBATCH_CHECK_THROWS_WITH(list_to_padded_into(none, 0.0f, Tensor<float>(Shape{0})), ShapeError,
+                           "out has shape [0] but 0 tensors");
+  TBATCH_CHECK_THROWS_WITH(list_to_packed_into(none, Tensor<float>(Shape{2, 3})), ShapeError,
+                           "out has shape [2, 3] but the list needs [0, 3]");
+}
+
 TEST_CASE("batch functions reject malformed input with kaolin's information", "[batch][errors]") {
   const std::vector<Tensor<float>> ranks{Tensor<float>(Shape{2, 3}), Tensor<float>(Shape{1, 2, 3})};
   TBATCH_CHECK_THROWS_WITH(list_to_padded(ranks, 0.0f), ShapeError,

@@ -337,9 +337,10 @@ PaddedBatch<T> padded_into_from_list(const std::vector<Item>& list_in, T padding
         fail<ShapeError>("list_to_padded_into", "out has size ", out.size(d + 1), " at dim ", d + 1,
                          " but tensor ", i, " has ", list[i].size(d), " there (out shape ",
                          out.shape(), ")");
-  return padded_from_elements(
-      list, list.empty() ? Tensor<index_t>(Shape{0, out.dim() - 2}) : shape_per_tensor,
-      std::move(out), padding_value);
+  // Read out's rank before out is moved into the call (argument order is unspecified).
+  Tensor<index_t> shapes =
+      list.empty() ? Tensor<index_t>(Shape{0, out.dim() - 2}) : shape_per_tensor;
+  return padded_from_elements(list, std::move(shapes), std::move(out), padding_value);
 }
 
 template <class Item, class T = typename ListItem<Item>::value_type>
