@@ -319,12 +319,11 @@ TEST_CASE("cast gives every float to integer conversion torch's x86 result, defi
       {9.3e18, 0, 0, i32_min, i64_min, 0, 0, 0, true}};
   check_cast_table<double>(wide);
   // half and bfloat16 convert through float.
-  const std::vector<CastRow> narrow{
-      {std::nan(""), 0, 0, i32_min, i64_min, 0, 0, 0, true},
-      {-inf, 0, 0, i32_min, i64_min, 0, 0, 0, true},
-      {300.0, 44, 300, 300, 300, 44, 300, 300, true},
-      {-1.5, -1, -1, -1, -1, 255, 65535, 4294967295u, true},
-      {65504.0, -32, -32, 65504, 65504, 224, 65504, 65504, true}};
+  const std::vector<CastRow> narrow{{std::nan(""), 0, 0, i32_min, i64_min, 0, 0, 0, true},
+                                    {-inf, 0, 0, i32_min, i64_min, 0, 0, 0, true},
+                                    {300.0, 44, 300, 300, 300, 44, 300, 300, true},
+                                    {-1.5, -1, -1, -1, -1, 255, 65535, 4294967295u, true},
+                                    {65504.0, -32, -32, 65504, 65504, 224, 65504, 65504, true}};
   check_cast_table<Eigen::half>(narrow);
   check_cast_table<Eigen::bfloat16>({{std::nan(""), 0, 0, i32_min, i64_min, 0, 0, 0, true},
                                      {1e20, 0, 0, i32_min, i64_min, 0, 0, 0, true},
@@ -366,8 +365,9 @@ TEST_CASE("checked_cast names the first value the target cannot hold", "[tensor]
   // The index is row-major in the tensor's shape, whatever its strides.
   TBATCH_CHECK_THROWS_WITH(x.transpose(0, 1).checked_cast<std::int8_t>(), ValueError,
                            "element 1 (row-major) is 300");
-  TBATCH_CHECK_THROWS_WITH(x.checked_cast<std::uint8_t>(), ValueError,
-                           "element 3 (row-major) is 300, which uint8 cannot hold (range [0, 255])");
+  TBATCH_CHECK_THROWS_WITH(
+      x.checked_cast<std::uint8_t>(), ValueError,
+      "element 3 (row-major) is 300, which uint8 cannot hold (range [0, 255])");
   TBATCH_CHECK_THROWS_WITH(Tensor<double>({2}, {1.0, std::nan("")}).checked_cast<std::int32_t>(),
                            ValueError, "element 1 (row-major) is nan, which int32 cannot hold");
   TBATCH_CHECK_THROWS_WITH(
@@ -384,8 +384,8 @@ TEST_CASE("checked_cast names the first value the target cannot hold", "[tensor]
                            ValueError, "is 70000, which float16 cannot hold");
   CHECK(static_cast<float>(
             Tensor<float>(Shape{1}, 65519.f).checked_cast<Eigen::half>().data()[0]) == 65504.f);
-  CHECK(std::isinf(static_cast<float>(
-      Tensor<float>(Shape{1}, INFINITY).checked_cast<Eigen::half>().data()[0])));
+  CHECK(std::isinf(
+      static_cast<float>(Tensor<float>(Shape{1}, INFINITY).checked_cast<Eigen::half>().data()[0])));
   CHECK(std::isnan(Tensor<double>(Shape{1}, std::nan("")).checked_cast<float>().data()[0]));
   // Any value is a bool: non-zero (NaN too) is true.
   CHECK(Tensor<float>({3}, {NAN, 0.f, -1e30f}).checked_cast<bool>().to_vector() ==
@@ -393,8 +393,9 @@ TEST_CASE("checked_cast names the first value the target cannot hold", "[tensor]
   // Integers between integer types: range only.
   TBATCH_CHECK_THROWS_WITH(Tensor<std::int64_t>({2}, {5, -1}).checked_cast<std::uint32_t>(),
                            ValueError, "element 1 (row-major) is -1, which uint32 cannot hold");
-  TBATCH_CHECK_THROWS_WITH(Tensor<std::uint32_t>(Shape{1}, 4000000000u).checked_cast<std::int32_t>(),
-                           ValueError, "is 4000000000, which int32 cannot hold");
+  TBATCH_CHECK_THROWS_WITH(
+      Tensor<std::uint32_t>(Shape{1}, 4000000000u).checked_cast<std::int32_t>(), ValueError,
+      "is 4000000000, which int32 cannot hold");
 }
 
 TEST_CASE("checked_cast agrees with a plain loop on random values", "[tensor][cast]") {
