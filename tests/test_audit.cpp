@@ -115,6 +115,17 @@ TEST_CASE("audit: core Shape and Tensor", "[audit]") {
   AUDIT(IndexError, t.index({Tensor<bool>(Shape{3}, true)}), {"mask", "[3]"});
   Tensor<float> target = ones({2, 3});
   AUDIT(ShapeError, target.index_put({0}, ones({4})), {"index_put", "value of shape [4]"});
+  AUDIT(ValueError, Tensor<std::int8_t>(Shape{2}).index_put({0}, 300),
+        {"index_put", "value 300", "int8", "[-128, 127]"});
+  AUDIT(IndexError, target.index_put({2}, 1.0f), {"index_put", "index 2", "size 2"});
+  AUDIT(ValueError, ones({1}).expand({3}).index_put({0}, 1.0f), {"index_put", "the tensor"});
+  AUDIT(IndexError, target.index_fill({5}, 1.0f), {"index_fill", "index 5"});
+  AUDIT(ValueError, Tensor<float>({2}, {1.0f, 300.0f}).checked_cast<std::int8_t>(),
+        {"checked_cast", "element 1", "300", "int8", "[-128, 127]"});
+  AUDIT(ValueError, Tensor<double>(Shape{1}, 1e300).checked_cast<float>(),
+        {"checked_cast", "element 0", "1e+300", "float32", "finite values up to"});
+  AUDIT(ShapeError, for_each([](float&, const float&) {}, target, ones({3, 2})),
+        {"for_each", "[3, 2]", "[2, 3]"});
   AUDIT(ValueError, ones({2, 3}).transpose(0, 1).flat(), {"contiguous"});
   AUDIT(ShapeError, ones({2, 3, 1}).matrix(), {"matrix", "rank-2"});
 }
@@ -149,6 +160,17 @@ TEST_CASE("audit: batch metadata and conversions", "[audit]") {
   AUDIT(ShapeError, list_to_padded_into(list, 0.0f, Tensor<float>(Shape{2, 3, 4})),
         {"list_to_padded_into", "out has shape [2, 3, 4]"});
   AUDIT(ShapeError, list_to_packed_into(list, Tensor<float>(Shape{4, 3})), {"list_to_packed_into"});
+  AUDIT(ShapeError, list_to_padded_into(std::vector<Tensor<float>>{}, 0.0f, ones({1, 2, 3})),
+        {"list_to_padded_into", "out has shape [1, 2, 3]", "0 tensors"});
+  AUDIT(ValueError, pad_sequence(std::vector<Tensor<float>>{}, 0.0f),
+        {"pad_sequence", "the list is empty"});
+  AUDIT(ShapeError, pad_sequence(std::vector<Tensor<float>>{ones({2, 3}), ones({4, 2})}, 0.0f),
+        {"pad_sequence", "element 1", "[4, 2]", "element 0 has [2, 3]"});
+  AUDIT(ShapeError, pad_sequence(std::vector<Tensor<float>>{Tensor<float>(Shape{})}, 0.0f),
+        {"pad_sequence", "element 0", "rank 0"});
+  AUDIT(
+      ShapeError, list_to_padded(std::vector<Tensor<float>>{ones({4}), ones({2})}, 0.0f),
+      {"list_to_padded", "last dimension 4", "got 2 at index 1", "pad_sequence", "unsqueeze(-1)"});
 
   const Tensor<float> padded = ones({2, 3, 3});
   AUDIT(ShapeError, padded_to_list(padded, ints({2, 2}, {1, 1, 1, 1})),

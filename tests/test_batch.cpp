@@ -322,6 +322,107 @@ TEST_CASE("empty lists, zero-length elements and zero-size last dims", "[batch]"
   CHECK(rank_one.element(1) == iota<float>({3}));
 }
 
+TEST_CASE("the _into conversions of an empty list give an empty batch over out", "[batch]") {
+  // An empty last batch is ordinary: each form (vector of tensors, any ElementList) must view
+  // `out`, reading its shape before it is handed on.
+  const std::vector<Tensor<float>> none;
+  const std::vector<StridedView<const float>> no_views;
+  for (const Shape& shape : {Shape{0, 4, 3}, Shape{0, 2, 5, 3}, Shape{0, 3}}) {
+    Tensor<float> out(shape);
+    const PaddedBatch<float> from_tensors = list_to_padded_into(none, 1.0f, out);
+    CHECK(from_tensors.data().shares_storage_with(out));
+    CHECK(from_tensors.batch_size() == 0);
+    CHECK(from_tensors.data().shape() == shape);
+    CHECK(from_tensors.shape_per_tensor().shape() == Shape{0, index_t(shape.size()) - 2});
+    const PaddedBatch<float> from_views = list_to_padded_into(no_views, 1.0f, out);
+    CHECK(from_views.data().shares_storage_with(out));
+    CHECK(from_views.shape_per_tensor().shape() == Shape{0, index_t(shape.size()) - 2});
+  }
+  Tensor<float> rows(Shape{0, 3});
+  const PackedBatch<float> packed = list_to_packed_into(none, rows);
+  CHECK(packed.data().shares_storage_with(rows));
+  CHECK(packed.batch_size() == 0);
+  CHECK(packed.first_idx() == longs({1}, {0}));
+  const PackedBatch<float> packed_views = list_to_packed_into(no_views, rows);
+  CHECK(packed_views.data().shares_storage_with(rows));
+  CHECK(packed_views.last_dim() == 3);
+  TBATCH_CHECK_THROWS_WITH(list_to_padded_into(none, 0.0f, Tensor<float>(Shape{1, 2, 3})),
+                           ShapeError, "out has shape [1, 2, 3] but 0 tensors");
+  TBATCH_CHECK_THROWS_WITH(list_to_padded_into(none, 0.0f, Tensor<float>(Shape{0})), ShapeError,
+                           "out has shape [0] but 0 tensors");
+  TBATCH_CHECK_THROWS_WITH(list_to_packed_into(none, Tensor<float>(Shape{2, 3})), ShapeError,
+                           "out has shape [2, 3] but the list needs [0, 3]");
+}
+
+TEST_CASE("pad_sequence pads sequences (L_i, *) along their first dim, as torch does", "[batch]") {
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<index_t> length(0, 6);
+  for (index_t rank = 1; rank <= 3; ++rank) {
+    for (int trial = 0; trial < 8; ++trial) {
+      const Shape trailing = tbatch::testing::random_shape(rng, rank - 1, 1, 4);
+      std::vector<Tensor<int>> list;
+      const index_t batch = 1 + trial % 4;
+      for (index_t b = 0; b < batch; ++b) {
+        Shape shape{length(rng)};
+        for (index_t s : trailing)
+          shape.push_back(s);
+        // Every other element strided: every second row of a larger buffer.
+        Shape rows{b % 2 == 1 ? 2 * shape[0] : shape[0]};
+        for (index_t s : trailing)
+          rows.push_back(s);
+        Tensor<int> element = random_tensor<int>(rows, rng);
+        list.push_back(b % 2 == 1 ? element.slice(0, 0, std::nullopt, 2) : element);
+      }
+      index_t longest = 0;
+      for (const auto& t : list)
+        longest = std::max(longest, t.size(0));
+      for (const bool batch_first : {true, false}) {
+        const Tensor<int> out = pad_sequence(list, -7, batch_first);
+        Shape expected{batch_first ? batch : longest, batch_first ? longest : batch};
+        for (index_t s : trailing)
+          expected.push_back(s);
+        REQUIRE(out.shape() == expected);
+        for_each_index(out.shape(), [&](const std::vector<index_t>& idx) {
+          const index_t b = batch_first ? idx[0] : idx[1], t = batch_first ? idx[1] : idx[0];
+          const Tensor<int>& element = list[static_cast<std::size_t>(b)];
+          std::vector<index_t> at{t};
+          at.insert(at.end(), idx.begin() + 2, idx.end());
+          REQUIRE(element_at(out, idx) == (t < element.size(0) ? element_at(element, at) : -7));
+        });
+      }
+    }
+  }
+  // Any ElementList: views of strided memory are read in place.
+  const Tensor<float> grid = iota<float>({3, 4});
+  const std::vector<StridedView<const float>> columns{grid.view().select(1, 1),
+                                                      grid.view().select(1, 3).narrow(0, 0, 2)};
+  CHECK(pad_sequence(columns, 0.5f) == Tensor<float>({2, 3}, {1.0f, 5.0f, 9.0f, 3.0f, 7.0f, 0.5f}));
+  CHECK(pad_sequence(columns, 0.5f, false) ==
+        Tensor<float>({3, 2}, {1.0f, 3.0f, 5.0f, 7.0f, 9.0f, 0.5f}));
+}
+
+TEST_CASE("pad_sequence rejects lists it cannot pad, naming the element", "[batch][errors]") {
+  const std::vector<Tensor<float>> none;
+  TBATCH_CHECK_THROWS_WITH(pad_sequence(none, 0.0f), ValueError, "pad_sequence: the list is empty");
+  const std::vector<Tensor<float>> trailing{Tensor<float>(Shape{2, 4}), Tensor<float>(Shape{5, 4}),
+                                            Tensor<float>(Shape{3, 5})};
+  TBATCH_CHECK_THROWS_WITH(pad_sequence(trailing, 0.0f), ShapeError,
+                           "pad_sequence: element 2 has shape [3, 5] but element 0 has [2, 4]");
+  const std::vector<Tensor<float>> ranks{Tensor<float>(Shape{2}), Tensor<float>(Shape{2, 1})};
+  TBATCH_CHECK_THROWS_WITH(pad_sequence(ranks, 0.0f), ShapeError,
+                           "element 1 has shape [2, 1] but element 0 has [2]");
+  const std::vector<Tensor<float>> scalars{Tensor<float>(Shape{})};
+  TBATCH_CHECK_THROWS_WITH(pad_sequence(scalars, 0.0f), ShapeError,
+                           "pad_sequence: element 0 has rank 0");
+  // 1-d tokens are sequences of scalars for pad_sequence but one element each for the batches.
+  const std::vector<Tensor<float>> tokens{Tensor<float>(Shape{4}), Tensor<float>(Shape{2})};
+  TBATCH_CHECK_THROWS_WITH(list_to_padded(tokens, 0.0f), ShapeError,
+                           "last dimension 4 but got 2 at index 1; 1-d tensors are single "
+                           "elements of that many features: for sequences of scalars use "
+                           "pad_sequence, or unsqueeze(-1) each tensor");
+  CHECK(pad_sequence(tokens, 0.0f).shape() == Shape{2, 4});
+}
+
 TEST_CASE("batch functions reject malformed input with kaolin's information", "[batch][errors]") {
   const std::vector<Tensor<float>> ranks{Tensor<float>(Shape{2, 3}), Tensor<float>(Shape{1, 2, 3})};
   TBATCH_CHECK_THROWS_WITH(list_to_padded(ranks, 0.0f), ShapeError,

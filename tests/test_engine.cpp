@@ -198,6 +198,29 @@ TEST_CASE("for_each visits corresponding elements and can write", "[engine]") {
                   ShapeError);
 }
 
+TEST_CASE("for_each takes tensors as it takes their views", "[engine]") {
+  const Tensor<double> a = iota<double>({3, 4});
+  const Tensor<double> b = iota<double>({4, 3}).transpose(0, 1);
+  Tensor<double> sum(Shape{3, 4});
+  // Tensors and views mixed; a const tensor is read-only, a non-const one writable.
+  for_each([](double& out, const double& x, const double& y) { out = x + 10 * y; }, sum, a,
+           b.view());
+  for_each_index(sum.shape(), [&](const std::vector<index_t>& idx) {
+    REQUIRE(element_at(sum, idx) == element_at(a, idx) + 10 * element_at(b, idx));
+  });
+  CHECK_THROWS_WITH(for_each([](double&, const double&) {}, sum, b.transpose(0, 1)),
+                    "for_each: operand shape [4, 3] does not match shape [3, 4]");
+
+  // A batch's data written in place: data() is const, but a Tensor copy of it shares the buffer.
+  const std::vector<Tensor<float>> list{iota<float>({2, 3}), iota<float>({1, 3})};
+  const PaddedBatch<float> batch = list_to_padded(list, -1.0f);
+  Tensor<float> data = batch.data();
+  for_each([](float& v) { v = v < 0 ? 0.0f : 2 * v; }, data);
+  CHECK(batch.element(0) == Tensor<float>({2, 3}, {0, 2, 4, 6, 8, 10}));
+  CHECK(batch.element(1) == Tensor<float>({1, 3}, {0, 2, 4}));
+  CHECK(batch.data().select(0, 1).select(0, 1) == Tensor<float>(Shape{3}, 0.0f));
+}
+
 TEST_CASE("detail::gather_by_offsets and scatter_by_offsets move rows by element offsets",
           "[engine]") {
   const Tensor<float> src = iota<float>({4, 3});

@@ -109,6 +109,49 @@ TEMPLATE_TEST_CASE("index_put and index_fill write through every index kind", "[
                            "value of shape [3] cannot be broadcast to the indexed shape [4]");
 }
 
+TEMPLATE_TEST_CASE("index_put takes a scalar with every index kind, as TensorDict::index_put does",
+                   "[indexing]", TBATCH_ALL_DTYPES) {
+  using T = TestType;
+  Tensor<bool> mask({3, 4}, false);
+  mask.at({0, 1}) = true;
+  mask.at({2, 3}) = true;
+  auto check = [](std::initializer_list<TensorIndex> indices) {
+    Tensor<T> by_scalar = iota<T>({3, 4});
+    Tensor<T> by_tensor = iota<T>({3, 4});
+    by_scalar.index_put(indices, value_of<T>(1));
+    by_tensor.index_put(indices, Tensor<T>(Shape{}, value_of<T>(1)));
+    CHECK(by_scalar == by_tensor);
+  };
+  check({1});
+  check({Slice{}, 2});
+  check({positions({0, 2})});
+  check({Slice{}, positions({3, 1})});
+  check({mask});
+  check({Ellipsis});
+  // Any element type converts when T holds the value.
+  Tensor<T> a = iota<T>({3, 4});
+  a.index_put({mask}, 0);
+  CHECK(a(0, 1) == value_of<T>(0));
+  CHECK(a(2, 3) == value_of<T>(0));
+  CHECK(a(2, 2) == value_of<T>(10));
+}
+
+TEST_CASE("index_put of a scalar checks that the dtype holds it", "[indexing][errors]") {
+  Tensor<float> x = iota<float>({2, 3});
+  x.index_put({x.index({Slice{}}).cast<bool>()}, 0.f);  // the documented form: zero the nonzero
+  CHECK(x == Tensor<float>(Shape{2, 3}, 0.0f));
+  Tensor<std::int8_t> small(Shape{4});
+  TBATCH_CHECK_THROWS_WITH(small.index_put({0}, 300), ValueError,
+                           "index_put: the value 300 does not fit int8 (range [-128, 127])");
+  TBATCH_CHECK_THROWS_WITH(small.index_put({0}, std::nan("")), ValueError,
+                           "index_put: the value nan does not fit int8");
+  TBATCH_CHECK_THROWS_WITH(small.index_put({4}, 1), IndexError,
+                           "index_put: index 4 is out of range for dim 0");
+  CHECK(small == Tensor<std::int8_t>(Shape{4}));
+  Tensor<float> expanded = Tensor<float>(Shape{1}).expand({3});
+  TBATCH_CHECK_THROWS_WITH(expanded.index_put({0}, 1.0f), ValueError, "index_put");
+}
+
 TEST_CASE("advanced indexing equals a plain gather on random tensors", "[indexing]") {
   std::mt19937 rng(5);
   for (int trial = 0; trial < 100; ++trial) {

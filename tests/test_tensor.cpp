@@ -245,3 +245,177 @@ TEST_CASE("large freed buffers are recycled through a bounded cache", "[tensor][
   CHECK(buffer_cache_bytes() == 0);
   set_buffer_cache_limit(std::size_t(512) << 20);
 }
+
+namespace {
+// One row of the float -> integer table: a source value and what cast gives for each target.
+struct CastRow {
+  double value;
+  std::int8_t i8;
+  std::int16_t i16;
+  std::int32_t i32;
+  std::int64_t i64;
+  std::uint8_t u8;
+  std::uint16_t u16;
+  std::uint32_t u32;
+  bool b;
+};
+
+template <class S, class U>
+void check_cast_column(const std::vector<CastRow>& rows, U CastRow::*column) {
+  std::vector<S> values;
+  for (const CastRow& row : rows)
+    values.push_back(static_cast<S>(row.value));
+  const Tensor<S> source(Shape{index_t(rows.size())}, values);
+  const Tensor<U> out = source.template cast<U>();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    INFO(dtype_name_of<S> << " " << rows[i].value << " -> " << dtype_name_of<U>);
+    CHECK(detail::widen(out.data()[i]) == detail::widen(rows[i].*column));
+  }
+}
+
+template <class S>
+void check_cast_table(const std::vector<CastRow>& rows) {
+  check_cast_column<S>(rows, &CastRow::i8);
+  check_cast_column<S>(rows, &CastRow::i16);
+  check_cast_column<S>(rows, &CastRow::i32);
+  check_cast_column<S>(rows, &CastRow::i64);
+  check_cast_column<S>(rows, &CastRow::u8);
+  check_cast_column<S>(rows, &CastRow::u16);
+  check_cast_column<S>(rows, &CastRow::u32);
+  check_cast_column<S>(rows, &CastRow::b);
+}
+}  // namespace
+
+TEST_CASE("cast gives every float to integer conversion torch's x86 result, defined",
+          "[tensor][cast]") {
+  // The rule: truncate toward zero into int32 (targets int8, int16, int32, uint16) or int64
+  // (int64, uint32, uint8); NaN, infinities and values outside that type give its minimum;
+  // then wrap modulo 2^N. Under clang's -fsanitize=undefined the old static_cast tripped here.
+  constexpr std::int32_t i32_min = std::numeric_limits<std::int32_t>::min();
+  constexpr std::int64_t i64_min = std::numeric_limits<std::int64_t>::min();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<CastRow> both{
+      {std::nan(""), 0, 0, i32_min, i64_min, 0, 0, 0, true},
+      {inf, 0, 0, i32_min, i64_min, 0, 0, 0, true},
+      {-inf, 0, 0, i32_min, i64_min, 0, 0, 0, true},
+      {1e20, 0, 0, i32_min, i64_min, 0, 0, 0, true},
+      {-1e20, 0, 0, i32_min, i64_min, 0, 0, 0, true},
+      {300.0, 44, 300, 300, 300, 44, 300, 300, true},
+      {-1.5, -1, -1, -1, -1, 255, 65535, 4294967295u, true},
+      {128.0, -128, 128, 128, 128, 128, 128, 128, true},
+      {-129.75, 127, -129, -129, -129, 127, 65407, 4294967167u, true},
+      {65537.875, 1, 1, 65537, 65537, 1, 1, 65537, true},
+      {2147483648.0, 0, 0, i32_min, 2147483648, 0, 0, 2147483648u, true},
+      {3e9, 0, 0, i32_min, 3000000000, 0, 0, 3000000000u, true},
+      {-0.75, 0, 0, 0, 0, 0, 0, 0, true},
+      {0.0, 0, 0, 0, 0, 0, 0, 0, false}};
+  check_cast_table<float>(both);
+  check_cast_table<double>(both);
+  // Exact only in double: uint8 goes through int64 (as torch routes floats to uint8), uint16
+  // through int32.
+  const std::vector<CastRow> wide{
+      {3000000001.0, 0, 0, i32_min, 3000000001, 1, 0, 3000000001u, true},
+      {-2147483649.0, 0, 0, i32_min, -2147483649, 255, 0, 2147483647u, true},
+      {9.3e18, 0, 0, i32_min, i64_min, 0, 0, 0, true}};
+  check_cast_table<double>(wide);
+  // half and bfloat16 convert through float.
+  const std::vector<CastRow> narrow{{std::nan(""), 0, 0, i32_min, i64_min, 0, 0, 0, true},
+                                    {-inf, 0, 0, i32_min, i64_min, 0, 0, 0, true},
+                                    {300.0, 44, 300, 300, 300, 44, 300, 300, true},
+                                    {-1.5, -1, -1, -1, -1, 255, 65535, 4294967295u, true},
+                                    {65504.0, -32, -32, 65504, 65504, 224, 65504, 65504, true}};
+  check_cast_table<Eigen::half>(narrow);
+  check_cast_table<Eigen::bfloat16>({{std::nan(""), 0, 0, i32_min, i64_min, 0, 0, 0, true},
+                                     {1e20, 0, 0, i32_min, i64_min, 0, 0, 0, true},
+                                     {-1.5, -1, -1, -1, -1, 255, 65535, 4294967295u, true}});
+  // The engine's converting copy follows the same rule (cast is one such copy).
+  const Tensor<float> strided = Tensor<float>({2, 2}, {300.f, NAN, -1.f, 1e20f}).transpose(0, 1);
+  Tensor<std::uint8_t> bytes(Shape{2, 2});
+  copy(strided.view(), bytes.view());
+  CHECK(bytes.to_vector() == std::vector<std::uint8_t>{44, 255, 0, 0});
+  CHECK(Tensor<std::int8_t>::from_eigen(Eigen::Matrix<float, 1, 2>(300.f, NAN)).to_vector() ==
+        std::vector<std::int8_t>{44, 0});
+}
+
+TEMPLATE_TEST_CASE("checked_cast equals cast where the target holds every value", "[tensor][cast]",
+                   TBATCH_ALL_DTYPES) {
+  using T = TestType;
+  std::mt19937 rng(7);
+  const Tensor<T> x = tbatch::testing::random_tensor<T>({4, 5}, rng, 100).transpose(0, 1);
+  const auto check = [&](auto target) {
+    using U = typename decltype(target)::type;
+    const Tensor<U> checked = x.template checked_cast<U>();
+    REQUIRE(checked.is_contiguous());
+    REQUIRE(checked == x.template cast<U>());
+  };
+  check(std::type_identity<float>{});
+  check(std::type_identity<Eigen::half>{});
+  check(std::type_identity<std::int8_t>{});
+  check(std::type_identity<std::uint8_t>{});
+  check(std::type_identity<std::int64_t>{});
+  check(std::type_identity<bool>{});
+  REQUIRE_FALSE(x.template checked_cast<T>().shares_storage_with(x));
+}
+
+TEST_CASE("checked_cast names the first value the target cannot hold", "[tensor][cast][errors]") {
+  const Tensor<float> x({2, 3}, {1.f, 2.f, 3.f, 300.f, -400.f, 6.f});
+  TBATCH_CHECK_THROWS_WITH(
+      x.checked_cast<std::int8_t>(), ValueError,
+      "checked_cast: element 3 (row-major) is 300, which int8 cannot hold (range [-128, 127])");
+  // The index is row-major in the tensor's shape, whatever its strides.
+  TBATCH_CHECK_THROWS_WITH(x.transpose(0, 1).checked_cast<std::int8_t>(), ValueError,
+                           "element 1 (row-major) is 300");
+  TBATCH_CHECK_THROWS_WITH(
+      x.checked_cast<std::uint8_t>(), ValueError,
+      "element 3 (row-major) is 300, which uint8 cannot hold (range [0, 255])");
+  TBATCH_CHECK_THROWS_WITH(Tensor<double>({2}, {1.0, std::nan("")}).checked_cast<std::int32_t>(),
+                           ValueError, "element 1 (row-major) is nan, which int32 cannot hold");
+  TBATCH_CHECK_THROWS_WITH(
+      Tensor<float>(Shape{1}, -INFINITY).checked_cast<std::int64_t>(), ValueError,
+      "is -inf, which int64 cannot hold (range [-9223372036854775808, 9223372036854775807])");
+  CHECK(Tensor<float>(Shape{1}, -128.9f).checked_cast<std::int8_t>().to_vector() ==
+        std::vector<std::int8_t>{-128});
+  // Float targets: a finite value that would become infinite; rounding is not an error.
+  TBATCH_CHECK_THROWS_WITH(Tensor<float>(Shape{1}, 1e5f).checked_cast<Eigen::half>(), ValueError,
+                           "is 100000, which float16 cannot hold (finite values up to 65504)");
+  TBATCH_CHECK_THROWS_WITH(Tensor<double>(Shape{1}, 1e300).checked_cast<float>(), ValueError,
+                           "which float32 cannot hold");
+  TBATCH_CHECK_THROWS_WITH(Tensor<std::int32_t>(Shape{1}, 70000).checked_cast<Eigen::half>(),
+                           ValueError, "is 70000, which float16 cannot hold");
+  CHECK(static_cast<float>(
+            Tensor<float>(Shape{1}, 65519.f).checked_cast<Eigen::half>().data()[0]) == 65504.f);
+  CHECK(std::isinf(
+      static_cast<float>(Tensor<float>(Shape{1}, INFINITY).checked_cast<Eigen::half>().data()[0])));
+  CHECK(std::isnan(Tensor<double>(Shape{1}, std::nan("")).checked_cast<float>().data()[0]));
+  // Any value is a bool: non-zero (NaN too) is true.
+  CHECK(Tensor<float>({3}, {NAN, 0.f, -1e30f}).checked_cast<bool>().to_vector() ==
+        std::vector<bool>{true, false, true});
+  // Integers between integer types: range only.
+  TBATCH_CHECK_THROWS_WITH(Tensor<std::int64_t>({2}, {5, -1}).checked_cast<std::uint32_t>(),
+                           ValueError, "element 1 (row-major) is -1, which uint32 cannot hold");
+  TBATCH_CHECK_THROWS_WITH(
+      Tensor<std::uint32_t>(Shape{1}, 4000000000u).checked_cast<std::int32_t>(), ValueError,
+      "is 4000000000, which int32 cannot hold");
+}
+
+TEST_CASE("checked_cast agrees with a plain loop on random values", "[tensor][cast]") {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-300.f, 300.f);
+  for (int trial = 0; trial < 50; ++trial) {
+    const index_t n = 1 + index_t(rng() % 12);
+    Tensor<float> x = Tensor<float>::empty(Shape{n});
+    index_t first_bad = -1;
+    for (index_t i = 0; i < n; ++i) {
+      x.data()[i] = dist(rng);
+      if (first_bad < 0 && (x.data()[i] <= -129.f || x.data()[i] >= 128.f)) first_bad = i;
+    }
+    if (first_bad < 0) {
+      const Tensor<std::int8_t> y = x.checked_cast<std::int8_t>();
+      for (index_t i = 0; i < n; ++i)
+        REQUIRE(y.data()[i] == static_cast<std::int8_t>(std::trunc(x.data()[i])));
+    } else {
+      TBATCH_CHECK_THROWS_WITH(x.checked_cast<std::int8_t>(), ValueError,
+                               "element " + std::to_string(first_bad) + " (row-major)");
+    }
+  }
+}

@@ -73,7 +73,11 @@ Tensor<index_t> shape_per_tensor_of(const std::vector<Item>& list, const char* f
                        shape.size(), " at index ", i);
     if (shape[rank - 1] != last_dim)
       fail<ShapeError>(function, "expected all tensors to have last dimension ", last_dim,
-                       " but got ", shape[rank - 1], " at index ", i);
+                       " but got ", shape[rank - 1], " at index ", i,
+                       rank == 1 ? "; 1-d tensors are single elements of that many features: for "
+                                   "sequences of scalars use pad_sequence, or unsqueeze(-1) each "
+                                   "tensor"
+                                 : "");
     for (index_t d = 0; d < columns; ++d)
       row[d] = shape[d];
   }

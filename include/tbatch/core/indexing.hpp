@@ -5,6 +5,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -294,14 +295,34 @@ void Tensor<T>::index_put(std::initializer_list<TensorIndex> indices, const Tens
 }
 
 template <class T>
+template <Element S>
+void Tensor<T>::index_put(std::initializer_list<TensorIndex> indices, S value) {
+  const std::optional<T> converted = detail::convert_element<T>(value);
+  if (!converted)
+    detail::fail<ValueError>("index_put", "the value ", detail::widen(value), " does not fit ",
+                             dtype_name_of<T>, " (", detail::held_values<T>(), ")");
+  fill_indexed(indices, *converted, "index_put");
+}
+
+template <class T>
 void Tensor<T>::index_fill(std::initializer_list<TensorIndex> indices, T value) {
-  detail::check_distinct_elements(view(), "index_fill", "the tensor");
-  const auto plan = detail::plan_index(layout_, indices, this->dim(), "index_fill");
+  fill_indexed(indices, value, "index_fill");
+}
+
+template <class T>
+void Tensor<T>::fill_indexed(std::initializer_list<TensorIndex> indices, T value,
+                             const char* function) {
+  detail::check_distinct_elements(view(), function, "the tensor");
+  const auto plan = detail::plan_index(layout_, indices, this->dim(), function);
   if (!plan.has_advanced()) {
-    fill(StridedView<T>(base(), plan.basic), value);
+    const StridedView<T> target(base(), plan.basic);
+    detail::fill_view(target, value, detail::stores_for_output(target));
     return;
   }
-  index_put(indices, Tensor(Shape{}, value));
+  const Tensor scalar(Shape{}, value);
+  detail::put_planned(
+      reinterpret_cast<detail::WordOf<T>*>(base()), plan,
+      detail::as_words(scalar.view().expand(std::vector<index_t>(detail::indexed_shape(plan)))));
 }
 
 }  // namespace tbatch

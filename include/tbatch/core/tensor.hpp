@@ -6,11 +6,14 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tbatch/core/dtype.hpp"
@@ -133,22 +136,31 @@ class Tensor : public ViewMethods<Tensor<T>> {
     tbatch::copy(source, out.view());
     return out;
   }
-  /// Copy of a 2-d Eigen expression (rows, cols), row-major, converted to T.
+  /// Copy of a 2-d Eigen expression (rows, cols), row-major, converted to T as cast<T>() does.
   template <class Derived>
   static Tensor from_eigen(const Eigen::DenseBase<Derived>& m) {
     Tensor out = empty(Shape{m.rows(), m.cols()});
-    out.matrix() = m.derived().template cast<T>();
+    using S = typename Derived::Scalar;
+    out.matrix() = m.derived().unaryExpr([](const S& v) { return detail::cast_element<T>(v); });
     return out;
   }
 
-  /// A contiguous copy with every value converted to U as static_cast does (a copy also when U
-  /// is T).
+  /// A contiguous copy with every value converted to U as torch's CPU casts on x86 convert it
+  /// (a copy also when U is T): floats to integers truncate toward zero and wrap modulo 2^N;
+  /// NaN, infinities and values past int32 (int64 for int64, uint32, uint8) give 0 or the
+  /// target's minimum (detail::cast_element has the rule); nothing is undefined behaviour.
   template <Element U>
   Tensor<std::remove_cv_t<U>> cast() const {
     auto out = Tensor<std::remove_cv_t<U>>::empty(shape());
     detail::copy_views(view(), out.view(), detail::stores_for_output(out.view()));
     return out;
   }
+  /// cast<U>() of values U holds: ValueError naming the row-major index of the first value it
+  /// cannot, the value and U's range. An integer U holds the values whose truncation toward
+  /// zero is in its range (never NaN or an infinity); a floating U every value that does not
+  /// overflow to an infinity (rounding is fine); bool any value (non-zero, NaN too, is true).
+  template <Element U>
+  Tensor<std::remove_cv_t<U>> checked_cast() const;
 
   /// Tensors of different element types never convert implicitly; this turns the long
   /// "no matching function" notes of such a mistake into one message with the fix.
@@ -218,6 +230,11 @@ class Tensor : public ViewMethods<Tensor<T>> {
   /// positions the last write wins. index's errors, and ShapeError when value does not
   /// broadcast.
   void index_put(std::initializer_list<TensorIndex> indices, const Tensor& value);
+  /// Sets the indexed elements to `value`, a number of any element type (as
+  /// TensorDict::index_put takes): ValueError when T cannot hold it (checked_cast's rule),
+  /// else index's errors.
+  template <Element S>
+  void index_put(std::initializer_list<TensorIndex> indices, S value);
   /// Sets the indexed elements to `value`. index's errors.
   void index_fill(std::initializer_list<TensorIndex> indices, T value);
 
@@ -262,6 +279,9 @@ class Tensor : public ViewMethods<Tensor<T>> {
   }
 
   T* base() const { return static_cast<T*>(storage_->data()); }
+
+  /// index_fill and the scalar index_put, whose errors name `function`.
+  void fill_indexed(std::initializer_list<TensorIndex> indices, T value, const char* function);
 
   void require_contiguous(const char* function) const {
     if (!this->is_contiguous())
@@ -337,6 +357,79 @@ auto widen(T value) {
     return value;
 }
 }  // namespace detail
+
+namespace detail {
+/// `value` as element type D when D holds it (Tensor::checked_cast's rule), else nullopt: the
+/// checked conversion of checked_cast, the scalar index_put and TensorDict's writes.
+template <Element D, Element S>
+std::optional<D> convert_element(S value) {
+  if constexpr (std::is_same_v<D, S>) {
+    return value;
+  } else if constexpr (std::is_same_v<D, bool>) {
+    return widen(value) != 0;
+  } else if constexpr (FloatingElement<D>) {
+    const D out = cast_element<D>(value);
+    if (std::isinf(static_cast<double>(widen(out))) &&
+        !std::isinf(static_cast<double>(widen(value))))
+      return std::nullopt;
+    return out;
+  } else {
+    const auto wide = widen(value);  // float, double, int64, uint64 or bool
+    using W = std::remove_cv_t<decltype(wide)>;
+    if constexpr (std::is_floating_point_v<W>) {
+      const double whole = std::trunc(static_cast<double>(wide));  // NaN stays NaN: no fit
+      // The bounds are powers of two (exact in double): [min, max + 1).
+      const double lo = static_cast<double>(std::numeric_limits<D>::min());
+      const double hi = 2.0 * (static_cast<double>(std::numeric_limits<D>::max() / 2) + 1.0);
+      if (!(whole >= lo && whole < hi)) return std::nullopt;
+      return static_cast<D>(whole);
+    } else if constexpr (std::is_same_v<W, bool>) {
+      return static_cast<D>(wide);
+    } else {
+      if (!std::in_range<D>(wide)) return std::nullopt;
+      return static_cast<D>(wide);
+    }
+  }
+}
+
+/// The values element type T holds, for messages: "range [-128, 127]", "finite values up to
+/// 65504".
+template <Element T>
+std::string held_values() {
+  if constexpr (FloatingElement<T>)
+    return concat("finite values up to ", static_cast<double>(Eigen::NumTraits<T>::highest()));
+  else
+    return concat("range [", widen(std::numeric_limits<T>::min()), ", ",
+                  widen(std::numeric_limits<T>::max()), "]");
+}
+}  // namespace detail
+
+template <class T>
+template <Element U>
+Tensor<std::remove_cv_t<U>> Tensor<T>::checked_cast() const {
+  using D = std::remove_cv_t<U>;
+  Tensor<D> out = Tensor<D>::empty(shape());
+  // out is contiguous, so an element's place in it is its row-major index whatever order the
+  // engine visits them in.
+  const D* const first = out.data();
+  index_t bad = -1;
+  T bad_value{};
+  for_each(
+      [&](D& o, const T& x) {
+        if (const std::optional<D> c = detail::convert_element<D>(x)) {
+          o = *c;
+        } else if (const index_t at = &o - first; bad < 0 || at < bad) {
+          bad = at;
+          bad_value = x;
+        }
+      },
+      out, *this);
+  if (bad >= 0)
+    detail::fail<ValueError>("checked_cast", "element ", bad, " (row-major) is ",
+                             detail::widen(bad_value), ", which ", dtype_name_of<D>,
+                             " cannot hold (", detail::held_values<D>(), ")");
+  return out;
+}
 
 /// Same shape and equal values (NaN never equals anything, as torch.equal).
 template <class T>

@@ -26,6 +26,8 @@
 #define TBATCH_DETAIL_INSTANTIATE(T, tag, text)                                                    \
   TBATCH_DETAIL_INSTANTIATE_LISTS(T, Tensor<T>)                                                    \
   TBATCH_DETAIL_INSTANTIATE_LISTS(T, StridedView<const T>)                                         \
+  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> detail::padded_sequence<T>(                  \
+      const std::vector<StridedView<const T>>&, T, bool);                                          \
   TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> to_packed<PaddedBatch<T>>(              \
       const PaddedBatch<T>&);                                                                      \
   TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> to_packed<ExactBatch<T>>(               \

@@ -27,49 +27,6 @@ namespace tbatch {
 
 namespace detail {
 
-/// `value` as element type D when D can represent it: integers must be in D's range (floats are
-/// truncated toward zero first, NaN and infinities never fit), finite floats must not exceed D's
-/// largest finite value; any value converts to bool (non-zero is true). nullopt otherwise, so no
-/// conversion ever reaches undefined behaviour.
-template <Element D, Element S>
-std::optional<D> convert_element(S value) {
-  if constexpr (std::is_same_v<D, S>) {
-    return value;
-  } else if constexpr (std::is_same_v<D, bool>) {
-    return widen(value) != 0;
-  } else {
-    const auto wide = widen(value);  // float, double, int64, uint64 or bool
-    using W = std::remove_cv_t<decltype(wide)>;
-    if constexpr (FloatingElement<D>) {
-      if constexpr (!std::is_same_v<W, bool> && !std::is_same_v<D, double>) {
-        const double highest =
-            static_cast<double>(static_cast<float>(Eigen::NumTraits<D>::highest()));
-        const double magnitude = std::abs(static_cast<double>(wide));
-        if (std::isfinite(magnitude) && magnitude > highest) return std::nullopt;
-      }
-      if constexpr (std::is_same_v<D, Eigen::half> || std::is_same_v<D, Eigen::bfloat16>)
-        return static_cast<D>(static_cast<float>(wide));
-      else
-        return static_cast<D>(wide);
-    } else {  // integral D
-      if constexpr (std::is_floating_point_v<W>) {
-        if (!std::isfinite(wide)) return std::nullopt;
-        const double whole = std::trunc(static_cast<double>(wide));
-        // The bounds are powers of two (exact in double): [min, max + 1).
-        const double lo = static_cast<double>(std::numeric_limits<D>::min());
-        const double hi = 2.0 * (static_cast<double>(std::numeric_limits<D>::max() / 2) + 1.0);
-        if (whole < lo || whole >= hi) return std::nullopt;
-        return static_cast<D>(whole);
-      } else if constexpr (std::is_same_v<W, bool>) {
-        return static_cast<D>(wide);
-      } else {
-        if (!std::in_range<D>(wide)) return std::nullopt;
-        return static_cast<D>(wide);
-      }
-    }
-  }
-}
-
 /// Equality and non-zero tests on an element read as a floating type or as a word (see
 /// AnyTensor::visit_compared).
 template <class E>

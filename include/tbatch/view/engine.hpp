@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <concepts>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -54,6 +57,32 @@ void for_each_run(const char* function, Fn&& fn, const StridedView<Ts>&... views
   });
 }
 
+/// `value` as D, every conversion defined, with torch's results on x86: a float (half and
+/// bfloat16 through float) becomes an integer by truncation toward zero into int32 (for int8,
+/// int16, int32, uint16) or int64 (for int64, uint32 and, as torch routes it, uint8), where a
+/// NaN, an infinity or a value outside that type gives its minimum, as the x86 conversion
+/// instructions do; the result then wraps modulo 2^N into D. Other conversions are
+/// static_cast's, which are defined (floats to floats round, to infinity past the largest).
+template <class D, class S>
+D cast_element(S value) {
+  if constexpr (std::is_integral_v<D> && !std::is_same_v<D, bool> && !std::is_integral_v<S>) {
+    using Via = std::conditional_t<sizeof(D) == 8 || std::is_same_v<D, std::uint32_t> ||
+                                       std::is_same_v<D, std::uint8_t>,
+                                   std::int64_t, std::int32_t>;
+    double v;
+    if constexpr (std::is_floating_point_v<S>)
+      v = static_cast<double>(value);
+    else
+      v = static_cast<double>(static_cast<float>(value));  // Eigen::half, Eigen::bfloat16
+    const double limit = -static_cast<double>(std::numeric_limits<Via>::min());  // 2^31, 2^63
+    const Via whole =
+        v >= -limit && v < limit ? static_cast<Via>(v) : std::numeric_limits<Via>::min();
+    return static_cast<D>(whole);
+  } else {
+    return static_cast<D>(value);
+  }
+}
+
 /// Uninitialised room for one element, also for types whose default constructor zeroes
 /// (Eigen::half, Eigen::bfloat16); assigning to `value` starts its lifetime.
 template <class T>
@@ -86,7 +115,7 @@ void copy_tiled(const S* src, index_t src_row, index_t src_col, D* dst, index_t 
         buffer[c][r].value = in[c * src_col + r * in_row];
     for (index_t r = 0; r < nr; ++r)
       for (index_t c = 0; c < nc; ++c)
-        out[r * dst_row + c * out_col] = static_cast<D>(buffer[c][r].value);
+        out[r * dst_row + c * out_col] = cast_element<D>(buffer[c][r].value);
   };
   const bool unit = src_row == 1 && dst_col == 1;
   for (index_t r0 = 0; r0 < rows; r0 += tile_rows) {
@@ -142,12 +171,12 @@ void copy_runs(const RunPlan<2>& plan, const StridedView<const S>& src, const St
     }
     if (dst_inner == 1 && src_inner == 1) {
       for (index_t i = 0; i < length; ++i)
-        out[i] = static_cast<D>(in[i]);
+        out[i] = cast_element<D>(in[i]);
     } else if (dst_inner == 1 && src_inner == 0) {
-      fill_row_with(stores, out, length, static_cast<D>(*in));
+      fill_row_with(stores, out, length, cast_element<D>(*in));
     } else {
       for (index_t i = 0; i < length; ++i)
-        out[i * dst_inner] = static_cast<D>(in[i * src_inner]);
+        out[i * dst_inner] = cast_element<D>(in[i * src_inner]);
     }
   });
   if (stores == Stores::streaming) streaming_fence();
@@ -367,10 +396,10 @@ void fill_view(const StridedView<T>& dst, T value, Stores stores) {
 
 }  // namespace detail
 
-/// Copies `src` into `dst` element by element (converting with static_cast when the types
-/// differ). Shapes must match (ShapeError); expand() the source to broadcast. A `dst` that holds
-/// an address twice is a ValueError; a source that shares elements with `dst` is read through a
-/// temporary (view/aliasing.hpp). Destinations of streaming_stores_min_bytes() or more are
+/// Copies `src` into `dst` element by element (converting with detail::cast_element when the
+/// types differ). Shapes must match (ShapeError); expand() the source to broadcast. A `dst` that
+/// holds an address twice is a ValueError; a source that shares elements with `dst` is read through
+/// a temporary (view/aliasing.hpp). Destinations of streaming_stores_min_bytes() or more are
 /// written with streaming stores.
 template <class S, class D>
 void copy(StridedView<const S> src, StridedView<D> dst) {
@@ -392,7 +421,8 @@ void fill(StridedView<T> dst, std::type_identity_t<T> value) {
 }
 
 /// Calls fn(a, b, ...) on corresponding elements of same-shaped views (ShapeError otherwise).
-/// Elements are passed by reference, so fn may write through non-const views.
+/// Elements are passed by reference, so fn may write through non-const views. Tensors are
+/// taken as their views: writable unless const (see the overload below).
 template <class Fn, class... Ts>
 void for_each(Fn&& fn, StridedView<Ts>... views) {
   constexpr std::size_t N = sizeof...(Ts);
@@ -413,6 +443,37 @@ void for_each(Fn&& fn, StridedView<Ts>... views) {
         (std::make_index_sequence<N>{});
       },
       views...);
+}
+
+namespace detail {
+template <class V>
+inline constexpr bool is_strided_view_v = false;
+template <class T>
+inline constexpr bool is_strided_view_v<StridedView<T>> = true;
+
+/// An operand of for_each: a StridedView, or a tensor (anything whose view() is one).
+template <class V>
+concept ForEachOperand = is_strided_view_v<std::remove_cvref_t<V>> || requires(V& v) {
+  requires is_strided_view_v<decltype(v.view())>;
+};
+
+template <class V>
+auto operand_view(V& operand) {
+  if constexpr (is_strided_view_v<std::remove_cvref_t<V>>)
+    return operand;
+  else
+    return operand.view();
+}
+}  // namespace detail
+
+/// for_each over tensors and views: a Tensor<T> is taken as its StridedView<T>, a const one as
+/// its StridedView<const T>. Tensor copies share their buffer, so a copy is written in place:
+/// `Tensor<T> d = batch.data(); for_each(fn, d);` writes a batch's data.
+template <class Fn, class... Vs>
+requires((detail::ForEachOperand<Vs> && ...) &&
+         !(detail::is_strided_view_v<std::remove_cvref_t<Vs>> &&
+           ...)) void for_each(Fn&& fn, Vs&&... operands) {
+  for_each(std::forward<Fn>(fn), detail::operand_view(operands)...);
 }
 
 }  // namespace tbatch
