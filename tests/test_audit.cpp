@@ -10,10 +10,10 @@
 #include "test_support.hpp"
 
 // The io and DLPack rows, when the build has those components (tests/CMakeLists.txt).
-#ifdef TBATCH_AUDIT_IO
+#ifdef TBATCH_AUDIT_WITH_IO
 #include <tbatch/io/safetensors.hpp>
 #endif
-#ifdef TBATCH_AUDIT_DLPACK
+#ifdef TBATCH_AUDIT_WITH_DLPACK
 #include <tbatch/dlpack.hpp>
 #endif
 
@@ -381,7 +381,7 @@ TEST_CASE("audit: sizes whose product overflows are rejected even with a size-0 
         {"numel", "overflows"});
 }
 
-#ifdef TBATCH_AUDIT_IO
+#ifdef TBATCH_AUDIT_WITH_IO
 TEST_CASE("audit: io (safetensors files)", "[audit]") {
   auto file_with = [](const std::string& header, const std::string& data = "") {
     std::string out(8, '\0');
@@ -453,7 +453,7 @@ TEST_CASE("audit: io (safetensors files)", "[audit]") {
 }
 #endif
 
-#ifdef TBATCH_AUDIT_DLPACK
+#ifdef TBATCH_AUDIT_WITH_DLPACK
 TEST_CASE("audit: DLPack", "[audit]") {
   // An exported tensor whose descriptor is then made bad, as a faulty producer would.
   Tensor<bool> flags(Shape{3});
