@@ -21,6 +21,7 @@
 #include "tbatch/batch/conversions.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
+#include "tbatch/batch/pad_sequence.hpp"
 
 #include "tbatch/ops/pad.hpp"
 #include "tbatch/ops/scatter.hpp"

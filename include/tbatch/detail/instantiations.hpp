@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tbatch/batch/conversions.hpp"
+#include "tbatch/batch/pad_sequence.hpp"
 #include "tbatch/core/dtype.hpp"
 #include "tbatch/ops/pad.hpp"
 #include "tbatch/ops/space_to_batch.hpp"

@@ -1,0 +1,488 @@
+#pragma once
+// Batches, TensorDicts and RaggedTensorDicts in a safetensors file (docs/io.md): their tensors
+// under joined names and their structure as JSON in the metadata, so Python readers see plain
+// tensors and tbatch gets the structure back, checked against the tensors.
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/dict/tensor_dict.hpp"
+#include "tbatch/io/safetensors_file.hpp"
+
+namespace tbatch::io {
+
+// ---------------------------------------------------------------- batches
+
+namespace detail {
+
+template <class B>
+constexpr const char* layout_name() {
+  using T = typename B::value_type;
+  if constexpr (std::is_same_v<B, PackedBatch<T>>)
+    return "packed";
+  else if constexpr (std::is_same_v<B, PaddedBatch<T>>)
+    return "padded";
+  else
+    return "exact";
+}
+
+inline const AnyTensor& stored(const TensorFile& file, const std::string& name, const char* fn) {
+  const auto it = file.tensors.find(name);
+  if (it == file.tensors.end()) fail<FormatError>(fn, "the file has no tensor '", name, "'");
+  return it->second;
+}
+
+/// The metadata tensor `name` (shape_per_tensor, first_idx) of dtype T: another dtype is a bad
+/// file, a FormatError.
+template <Element T>
+Tensor<T> stored_as(const TensorFile& file, const std::string& name, const char* fn) {
+  const AnyTensor& t = stored(file, name, fn);
+  if (!t.holds<T>())
+    fail<FormatError>(fn, "tensor '", name, "' has dtype ", t.dtype(), "; expected ",
+                      dtype_name_of<T>);
+  return t.get<T>(fn);
+}
+
+}  // namespace detail
+
+/// Adds `batch` to `file` under `name`: its data as `name`, its metadata tensors as
+/// `name.shape_per_tensor` (and `name.first_idx` for a packed batch), and the layout as the
+/// metadata entry `name.layout` (exact, padded or packed). A batch put under a name replaces the
+/// batch stored there; ValueError when one of those names holds another tensor.
+template <Batch B>
+void put(TensorFile& file, const std::string& name, const B& batch) {
+  using T = typename B::value_type;
+  // A batch replaces a batch of the same name, all its tensors, but never another tensor.
+  const std::string parts[] = {name, name + ".shape_per_tensor", name + ".first_idx"};
+  const bool replaces_batch = file.metadata.count(name + ".layout") > 0;
+  for (const std::string& part : parts) {
+    if (file.tensors.count(part) == 0) continue;
+    if (!replaces_batch)
+      tbatch::detail::fail<ValueError>("io::put", "the file already holds a tensor '", part,
+                                       "' that is not part of a batch '", name, "'");
+    file.tensors.erase(part);
+  }
+  file.tensors.insert_or_assign(name, AnyTensor(batch.data()));
+  if constexpr (!std::is_same_v<B, ExactBatch<T>>)
+    file.tensors.insert_or_assign(name + ".shape_per_tensor", AnyTensor(batch.shape_per_tensor()));
+  if constexpr (std::is_same_v<B, PackedBatch<T>>)
+    file.tensors.insert_or_assign(name + ".first_idx", AnyTensor(batch.first_idx()));
+  file.metadata.insert_or_assign(name + ".layout", detail::layout_name<B>());
+}
+
+/// The batch `put` stored under `name`, of layout B (sharing the file's tensors). TypeError
+/// naming the batch when it is stored in another layout or has another dtype than B's;
+/// FormatError when it is missing or a metadata tensor is missing or of another dtype than
+/// int64; and what B's constructor throws for inconsistent metadata.
+template <Batch B>
+B get(const TensorFile& file, const std::string& name) {
+  using T = typename B::value_type;
+  const char* fn = "io::get";
+  const auto layout = file.metadata.find(name + ".layout");
+  if (layout == file.metadata.end())
+    tbatch::detail::fail<FormatError>(fn, "the file has no batch '", name, "' (no metadata entry '",
+                                      name, ".layout')");
+  if (layout->second != detail::layout_name<B>())
+    tbatch::detail::fail<TypeError>(fn, "batch '", name, "' is stored ", layout->second, ", not ",
+                                    detail::layout_name<B>());
+  const AnyTensor& stored = detail::stored(file, name, fn);
+  if (!stored.holds<T>())
+    tbatch::detail::fail<TypeError>(fn, "tensor '", name, "' has dtype ", stored.dtype(),
+                                    ", not the requested ", dtype_name_of<T>);
+  const Tensor<T> data = stored.get<T>(fn);
+  if constexpr (std::is_same_v<B, ExactBatch<T>>) {
+    return ExactBatch<T>(data);
+  } else {
+    const Tensor<index_t> shape_per_tensor =
+        detail::stored_as<index_t>(file, name + ".shape_per_tensor", fn);
+    if constexpr (std::is_same_v<B, PackedBatch<T>>)
+      return PackedBatch<T>(data, shape_per_tensor,
+                            detail::stored_as<index_t>(file, name + ".first_idx", fn));
+    else
+      return PaddedBatch<T>(data, shape_per_tensor);
+  }
+}
+
+// ---------------------------------------------------------------- TensorDict
+
+namespace detail {
+
+inline nlohmann::json structure_of(const TensorDict& td, const std::string& prefix,
+                                   TensorFile& file, const char* fn) {
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& name : td.names())
+    names.push_back(name ? nlohmann::json(*name) : nlohmann::json(nullptr));
+  nlohmann::json keys = nlohmann::json::array();
+  nlohmann::json dicts = nlohmann::json::object();
+  for (const std::string& key : td.keys()) {
+    if (key.find('.') != std::string::npos)
+      fail<ValueError>(fn, "key '", prefix, key,
+                       "' contains '.', which joins nested keys in the file; rename it");
+    keys.push_back(key);
+    if (td.is_dict(key)) {
+      dicts[key] = structure_of(td.get_dict(key), prefix + key + ".", file, fn);
+      continue;
+    }
+    if (!file.tensors.emplace(prefix + key, td.get_any(key)).second)
+      fail<ValueError>(fn, "the file already holds a tensor '", prefix, key, "'");
+  }
+  return {{"batch_size", std::vector<index_t>(td.batch_size().begin(), td.batch_size().end())},
+          {"names", names},
+          {"keys", keys},
+          {"dicts", dicts}};
+}
+
+/// A JSON integer that fits in an index, or nothing.
+inline std::optional<index_t> index_in(const nlohmann::json& value) {
+  if (value.is_number_unsigned()) {
+    const auto v = value.get<std::uint64_t>();
+    if (v > std::uint64_t(std::numeric_limits<index_t>::max())) return std::nullopt;
+    return index_t(v);
+  }
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  return std::nullopt;
+}
+
+/// Nested TensorDicts deeper than this in a file's structure are a FormatError (the structure
+/// is read recursively).
+inline constexpr int max_dict_depth = 64;
+
+inline TensorDict dict_of(const nlohmann::json& structure, const std::string& prefix,
+                          const TensorFile& file, const char* fn, int depth = 0) {
+  auto bad = [&](const char* why) {
+    fail<FormatError>(fn, "the TensorDict structure in the metadata ", why,
+                      prefix.empty() ? "" : " (at '", prefix, prefix.empty() ? "" : "')");
+  };
+  if (depth > max_dict_depth) bad("nests TensorDicts deeper than 64");
+  if (!structure.is_object() || !structure.contains("batch_size") ||
+      !structure["batch_size"].is_array() || !structure.contains("keys") ||
+      !structure["keys"].is_array() || !structure.contains("dicts") ||
+      !structure["dicts"].is_object() || !structure.contains("names") ||
+      !structure["names"].is_array())
+    bad("lacks batch_size, names, keys or dicts");
+  Shape batch_size;
+  for (const auto& size : structure["batch_size"]) {
+    const std::optional<index_t> value = index_in(size);
+    if (!value || *value < 0) bad("has a bad batch size");
+    batch_size.push_back(*value);
+  }
+  TensorDict::Names names;
+  for (const auto& name : structure["names"]) {
+    if (name.is_null())
+      names.push_back(std::nullopt);
+    else if (name.is_string())
+      names.push_back(name.get<std::string>());
+    else
+      bad("has a dim name that is neither a string nor null");
+  }
+  if (!names.empty() && names.size() != batch_size.size()) bad("has names not matching batch_size");
+  TensorDict out(batch_size, names);
+  for (const auto& key_value : structure["keys"]) {
+    if (!key_value.is_string()) bad("has a key that is not a string");
+    const std::string key = key_value.get<std::string>();
+    if (structure["dicts"].contains(key))
+      out.set(key, dict_of(structure["dicts"][key], prefix + key + ".", file, fn, depth + 1));
+    else
+      out.set(key, stored(file, prefix + key, fn));
+  }
+  return out;
+}
+
+/// The JSON a dict's structure is stored as under metadata entry `key`; FormatError naming `fn`
+/// when the entry is missing (`what` names the dict kind) or is not JSON.
+inline nlohmann::json structure_in(const TensorFile& file, const char* key, const char* what,
+                                   const char* fn) {
+  const auto entry = file.metadata.find(key);
+  if (entry == file.metadata.end())
+    fail<FormatError>(fn, "the file has no ", what, " (no metadata entry '", key, "')");
+  if (nests_deeper(entry->second.data(), entry->second.size(), max_json_depth))
+    fail<FormatError>(fn, "the metadata entry '", key, "' nests JSON deeper than ", max_json_depth,
+                      " levels");
+  nlohmann::json structure = nlohmann::json::parse(entry->second, nullptr, false);
+  if (structure.is_discarded()) fail<FormatError>(fn, "the metadata entry '", key, "' is not JSON");
+  return structure;
+}
+
+/// The metadata key under which a TensorDict's structure is stored.
+inline constexpr const char* dict_structure_key = "tbatch.tensordict";
+
+}  // namespace detail
+
+/// Adds `td` to `file`: each tensor under its nested key joined with '.', and the batch sizes,
+/// dim names and key order (nested TensorDicts included) as JSON in the metadata entry
+/// `tbatch.tensordict`. ValueError for a key containing '.', for a tensor name the file holds
+/// already, and when the file holds a TensorDict already (one per file).
+inline void put(TensorFile& file, const TensorDict& td) {
+  const char* fn = "io::put";
+  if (file.metadata.count(detail::dict_structure_key) > 0)
+    tbatch::detail::fail<ValueError>(fn, "the file holds a TensorDict already (one per file)");
+  TensorFile staged = file;  // all or nothing
+  staged.metadata.insert_or_assign(detail::dict_structure_key,
+                                   detail::structure_of(td, "", staged, fn).dump());
+  file = std::move(staged);
+}
+
+/// The TensorDict `put` stored in `file` (sharing its tensors), equal to the one saved.
+/// FormatError when the metadata entry is missing or malformed or a tensor is missing, and what
+/// TensorDict::set throws for inconsistent shapes.
+inline TensorDict get_tensordict(const TensorFile& file) {
+  const char* fn = "io::get_tensordict";
+  const nlohmann::json structure =
+      detail::structure_in(file, detail::dict_structure_key, "TensorDict", fn);
+  return detail::dict_of(structure, "", file, fn);
+}
+
+/// save(path, td): a file holding only `td` (see put).
+inline void save(const std::filesystem::path& path, const TensorDict& td) {
+  TensorFile file;
+  put(file, td);
+  save(path, file);
+}
+
+/// The TensorDict saved at `path` (see load and get_tensordict).
+inline TensorDict load_tensordict(const std::filesystem::path& path, Mmap mmap = Mmap::no) {
+  return get_tensordict(load(path, mmap));
+}
+
+// ---------------------------------------------------------------- RaggedTensorDict
+
+namespace detail {
+
+/// The metadata key under which a RaggedTensorDict's structure is stored.
+inline constexpr const char* ragged_structure_key = "tbatch.ragged_tensordict";
+
+struct RaggedAccess {
+  using Entry = RaggedTensorDict::Entry;
+  using Item = RaggedTensorDict::Item;
+
+  static nlohmann::json structure_of(const RaggedTensorDict& r, const std::string& prefix,
+                                     TensorFile& file, const char* fn) {
+    nlohmann::json items = nlohmann::json::array();
+    for (const Item& item : r.items_) {
+      if (item.key.find('.') != std::string::npos)
+        fail<ValueError>(fn, "key '", prefix, item.key,
+                         "' contains '.', which joins nested keys in the file; rename it");
+      const std::string name = prefix + item.key;
+      if (item.dict) {
+        items.push_back(
+            {{"key", item.key}, {"dict", structure_of(*item.dict, name + ".", file, fn)}});
+        continue;
+      }
+      const Entry& entry = *item.tensor;
+      auto store = [&](const std::string& tensor_name, const AnyTensor& t) {
+        if (!file.tensors.emplace(tensor_name, t).second)
+          fail<ValueError>(fn, "the file already holds a tensor '", tensor_name, "'");
+      };
+      store(name, entry.data);
+      if (entry.ragged) store(name + ".shape_per_tensor", AnyTensor(entry.shape_per_tensor));
+      if (entry.ragged && r.layout_ == RaggedLayout::packed)
+        store(name + ".first_idx", AnyTensor(entry.first_idx));
+      items.push_back(
+          {{"key", item.key}, {"ragged", entry.ragged}, {"unit_last_dim", entry.unit_last_dim}});
+    }
+    nlohmann::json element_sizes = nlohmann::json::array();
+    for (const Shape& size : r.element_batch_sizes_)
+      element_sizes.push_back(std::vector<index_t>(size.begin(), size.end()));
+    return {
+        {"batch_size", r.batch_size_}, {"element_batch_sizes", element_sizes}, {"items", items}};
+  }
+
+  /// The RaggedTensorDict described by `structure`, checked to hold what stack_ragged builds:
+  /// batch sizes that agree with the tensors, and each entry's ragged and unit_last_dim flags
+  /// as stack_ragged sets them. `parent` holds the element batch sizes of the dict around it.
+  static RaggedTensorDict ragged_of(const nlohmann::json& structure, const std::string& prefix,
+                                    RaggedLayout layout, const TensorFile& file, const char* fn,
+                                    int depth, const std::vector<Shape>* parent) {
+    auto bad = [&](const auto&... why) {
+      fail<FormatError>(fn, "the RaggedTensorDict structure in the metadata ", why...,
+                        prefix.empty() ? "" : " (at '", prefix, prefix.empty() ? "" : "')");
+    };
+    if (depth > max_dict_depth) bad("nests deeper than 64");
+    if (!structure.is_object() || !structure.contains("batch_size") ||
+        !structure["batch_size"].is_array() || structure["batch_size"].empty() ||
+        !structure.contains("element_batch_sizes") ||
+        !structure["element_batch_sizes"].is_array() || !structure.contains("items") ||
+        !structure["items"].is_array())
+      bad("lacks batch_size, element_batch_sizes or items");
+    RaggedTensorDict out;
+    out.layout_ = layout;
+    for (const auto& size : structure["batch_size"]) {
+      const std::optional<index_t> value = index_in(size);
+      if (!value || *value < -1) bad("has a bad batch size");
+      out.batch_size_.push_back(*value);
+    }
+    const index_t count = out.batch_size_[0];
+    if (count < 1)
+      bad("has batch_size[0] ", count, "; a RaggedTensorDict stacks at least one TensorDict");
+    for (const auto& sizes : structure["element_batch_sizes"]) {
+      if (!sizes.is_array()) bad("has an element batch size that is not a list");
+      Shape shape;
+      for (const auto& size : sizes) {
+        const std::optional<index_t> value = index_in(size);
+        if (!value || *value < 0) bad("has a bad batch size");
+        shape.push_back(*value);
+      }
+      const std::size_t i = out.element_batch_sizes_.size();
+      if (index_t(shape.size()) + 1 != out.batch_dims())
+        bad("has element batch sizes of another rank");
+      index_t numel = 1;
+      for (const index_t size : shape)
+        if (tbatch::detail::multiply_overflows(numel, size, numel))
+          bad("has element ", i, " of batch size ", shape, ", whose size overflows");
+      if (parent && i < parent->size() && !tbatch::detail::starts_with(shape, (*parent)[i]))
+        bad("has element ", i, " of batch size ", shape, ", but its parent's is ", (*parent)[i]);
+      out.element_batch_sizes_.push_back(std::move(shape));
+    }
+    const std::vector<Shape>& sizes = out.element_batch_sizes_;
+    if (index_t(sizes.size()) != count)
+      bad("has a number of element batch sizes other than batch_size[0]");
+    if (parent && parent->size() != sizes.size()) bad("has a nested dict of another size");
+    // Each batch dim's size is the elements' common size, or -1 where they differ.
+    std::vector<index_t> common{count};
+    for (std::size_t d = 0; d + 1 < out.batch_size_.size(); ++d) {
+      common.push_back(sizes[0][d]);
+      for (const Shape& size : sizes)
+        if (size[d] != sizes[0][d]) common.back() = -1;
+    }
+    if (common != out.batch_size_) {
+      std::string claimed, actual;
+      tbatch::detail::append_sizes(claimed, out.batch_size_.data(), out.batch_size_.size());
+      tbatch::detail::append_sizes(actual, common.data(), common.size());
+      bad("has batch_size ", claimed, ", but its elements' batch sizes make it ", actual);
+    }
+    const bool same_batch_sizes = std::find(common.begin(), common.end(), -1) == common.end();
+    // Element i's tensor of an entry must start with element i's batch size.
+    auto check_batch = [&](index_t i, const Shape& element, const std::string& name) {
+      if (!tbatch::detail::starts_with(element, sizes[std::size_t(i)]))
+        bad("has element ", i, " of batch size ", sizes[std::size_t(i)], ", but its entry '", name,
+            "' has shape ", element);
+    };
+    for (const auto& description : structure["items"]) {
+      if (!description.is_object() || !description.contains("key") ||
+          !description["key"].is_string())
+        bad("has an item without a key");
+      Item item;
+      item.key = description["key"].get<std::string>();
+      if (out.find(item.key) != nullptr) bad("has key '", item.key, "' twice");
+      const std::string name = prefix + item.key;
+      if (description.contains("dict")) {
+        item.dict = std::make_shared<const RaggedTensorDict>(
+            ragged_of(description["dict"], name + ".", layout, file, fn, depth + 1, &sizes));
+        out.items_.push_back(std::move(item));
+        continue;
+      }
+      if (!description.contains("ragged") || !description["ragged"].is_boolean() ||
+          !description.contains("unit_last_dim") || !description["unit_last_dim"].is_boolean())
+        bad("has an entry without its ragged and unit_last_dim flags");
+      Entry entry;
+      entry.ragged = description["ragged"].get<bool>();
+      entry.unit_last_dim = description["unit_last_dim"].get<bool>();
+      entry.data = stored(file, name, fn);
+      if (!entry.ragged) {
+        if (entry.unit_last_dim) bad("has dense entry '", name, "' with unit_last_dim set");
+        if (entry.data.dim() < 1 || entry.data.size(0) != count)
+          bad("has a dense entry whose first dim is not the number of elements");
+        const Shape& stacked = entry.data.shape();
+        const Shape element(stacked.begin() + 1, stacked.end());
+        // One shape for all: with equal batch sizes element 0 stands for all; otherwise some
+        // element's batch size is not a prefix of it, and the scan stops there.
+        for (index_t i = 0; i < count; ++i) {
+          check_batch(i, element, name);
+          if (same_batch_sizes) break;
+        }
+      } else {
+        entry.shape_per_tensor = stored_as<index_t>(file, name + ".shape_per_tensor", fn);
+        if (layout == RaggedLayout::packed)
+          entry.first_idx = stored_as<index_t>(file, name + ".first_idx", fn);
+        // The batch constructors check the metadata against the data.
+        entry.data.visit([&](const auto& data) {
+          using T = typename std::decay_t<decltype(data)>::value_type;
+          const index_t batch =
+              layout == RaggedLayout::packed
+                  ? PackedBatch<T>(data, entry.shape_per_tensor, entry.first_idx).batch_size()
+                  : PaddedBatch<T>(data, entry.shape_per_tensor).batch_size();
+          if (batch != count) bad("has a ragged entry with another number of elements");
+        });
+        check_ragged(entry, name, bad, check_batch);
+      }
+      item.tensor = std::move(entry);
+      out.items_.push_back(std::move(item));
+    }
+    return out;
+  }
+
+  /// The shapes of a ragged entry's tensors differ, and its unit_last_dim flag is set exactly
+  /// when their last dims differ. The batch's shape_per_tensor holds each element's dims but
+  /// the last, which the data holds once: with the flag, the elements are the tensors plus a
+  /// trailing dim of size 1, and the rows are the tensors' whole shapes.
+  template <class Bad, class CheckBatch>
+  static void check_ragged(const Entry& entry, const std::string& name, const Bad& bad,
+                           const CheckBatch& check_batch) {
+    const Tensor<index_t> rows = entry.shape_per_tensor.contiguous();
+    const index_t count = rows.size(0), rank = rows.size(1), last = entry.data.size(-1);
+    const index_t* at = rows.data();
+    auto tensor_shape = [&](index_t i) {
+      Shape shape(at + i * rank, at + (i + 1) * rank);
+      if (!entry.unit_last_dim) shape.push_back(last);
+      return shape;
+    };
+    bool differ = false;
+    for (index_t i = 1; i < count && !differ; ++i)
+      differ = !std::equal(at + i * rank, at + (i + 1) * rank, at);
+    if (entry.unit_last_dim) {
+      if (last != 1)
+        bad("has entry '", name, "' with unit_last_dim set, but its data's last dim is ", last,
+            ", not 1");
+      bool last_dims_differ = false;
+      for (index_t i = 1; rank >= 1 && i < count; ++i)
+        last_dims_differ = last_dims_differ || at[i * rank + rank - 1] != at[rank - 1];
+      if (!last_dims_differ)
+        bad("has entry '", name, "' with unit_last_dim set, but its tensors' last dims are all ",
+            rank >= 1 ? at[rank - 1] : index_t(1));
+    }
+    if (!differ)
+      bad("has ragged entry '", name, "' whose tensors all have shape ", tensor_shape(0));
+    for (index_t i = 0; i < count; ++i)
+      check_batch(i, tensor_shape(i), name);
+  }
+};
+
+}  // namespace detail
+
+/// Adds `ragged` to `file`: each entry's data under its nested key joined with '.', ragged
+/// entries with `key.shape_per_tensor` (and `key.first_idx` when packed), and the structure as
+/// JSON in the metadata entry `tbatch.ragged_tensordict`. ValueError for a key containing '.',
+/// a tensor name the file holds already, or a second RaggedTensorDict.
+inline void put(TensorFile& file, const RaggedTensorDict& ragged) {
+  const char* fn = "io::put";
+  if (file.metadata.count(detail::ragged_structure_key) > 0)
+    tbatch::detail::fail<ValueError>(fn,
+                                     "the file holds a RaggedTensorDict already (one per file)");
+  TensorFile staged = file;  // all or nothing
+  nlohmann::json structure = detail::RaggedAccess::structure_of(ragged, "", staged, fn);
+  structure["layout"] = ragged.layout() == RaggedLayout::packed ? "packed" : "padded";
+  staged.metadata.insert_or_assign(detail::ragged_structure_key, structure.dump());
+  file = std::move(staged);
+}
+
+/// The RaggedTensorDict `put` stored in `file` (sharing its tensors), equal to the one saved.
+/// FormatError when the structure is missing or inconsistent with the tensors.
+inline RaggedTensorDict get_ragged_tensordict(const TensorFile& file) {
+  const char* fn = "io::get_ragged_tensordict";
+  const nlohmann::json structure =
+      detail::structure_in(file, detail::ragged_structure_key, "RaggedTensorDict", fn);
+  if (!structure.is_object() || !structure.contains("layout") || !structure["layout"].is_string() ||
+      (structure["layout"] != "padded" && structure["layout"] != "packed"))
+    tbatch::detail::fail<FormatError>(fn, "the metadata entry '", detail::ragged_structure_key,
+                                      "' is not a RaggedTensorDict structure");
+  const RaggedLayout layout =
+      structure["layout"] == "packed" ? RaggedLayout::packed : RaggedLayout::padded;
+  return detail::RaggedAccess::ragged_of(structure, "", layout, file, fn, 0, nullptr);
+}
+
+}  // namespace tbatch::io
