@@ -636,6 +636,12 @@ TEST_CASE("space_to_batch_nd validates like TensorFlow", "[space_to_batch][error
   const Tensor<float> tall = Tensor<float>(Shape{1, 1, 1}).expand({1, 1, index_t(1) << 40});
   TBATCH_CHECK_THROWS_WITH(space_to_batch_nd(tall, {1}, {{0, index_t(1) << 40}}), ShapeError,
                            "space_to_batch_nd: size 1099511627777 * 1099511627776 overflows");
+  // An empty batch with a huge block: the output is empty and fine, although the batch dim
+  // split by the block would have sizes whose nonzero product overflows.
+  const Tensor<float> empty(Shape{0, 5, 0});
+  const Tensor<float> out = space_to_batch_nd(empty, {1, max}, {{0, 2}, {0, 0}});
+  CHECK(out.shape() == Shape{0, 7, 0});
+  CHECK(batch_to_space_nd(out, {1, max}, {{0, 2}, {0, 0}}).shape() == Shape{0, 5, 0});
 }
 
 TEST_CASE("batch_to_space_nd validates like TensorFlow", "[space_to_batch][errors]") {

@@ -272,6 +272,8 @@ void copy_space_to_batch_box(StridedView<const T> from, StridedView<T> to, index
 template <class T>
 void run_space_to_batch(const BlockPlan& plan, StridedView<const T> x, StridedView<T> out,
                         T pad_value) {
+  // An empty output may split its batch dim into sizes whose nonzero product overflows.
+  if (out.numel() == 0) return;
   const StridedView<T> blocked = out.unflatten(0, plan.block_and_batch);
   const Stores stores = stores_for_output(out);
   fill_block_padding(plan.dims, 0, blocked, pad_value, stores);
@@ -284,6 +286,7 @@ void run_space_to_batch(const BlockPlan& plan, StridedView<const T> x, StridedVi
 
 template <class T>
 void run_batch_to_space(const BlockPlan& plan, StridedView<const T> x, StridedView<T> out) {
+  if (out.numel() == 0) return;  // as in run_space_to_batch
   const StridedView<const T> blocked = x.unflatten(0, plan.block_and_batch);
   [[maybe_unused]] const index_t m = static_cast<index_t>(plan.dims.size());
   const Stores stores = stores_for_output(out);
