@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include <tbatch/core/eigen_tensor.hpp>
+#include <tbatch/tensor/eigen_tensor.hpp>
 #include <tbatch/tbatch.hpp>
 #include <unsupported/Eigen/CXX11/Tensor>
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include <tbatch/core/eigen_tensor.hpp>
+#include <tbatch/tensor/eigen_tensor.hpp>
 #include <tbatch/tbatch.hpp>
 #include <unsupported/Eigen/CXX11/Tensor>
 

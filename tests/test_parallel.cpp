@@ -5,7 +5,7 @@
 #include <set>
 #include <thread>
 
-#include "tbatch/core/parallel.hpp"
+#include "tbatch/base/parallel.hpp"
 
 using namespace tbatch;
 

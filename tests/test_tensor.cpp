@@ -2,7 +2,7 @@
 
 #include "test_support.hpp"
 
-#include <tbatch/core/eigen_tensor.hpp>
+#include <tbatch/tensor/eigen_tensor.hpp>
 
 using namespace tbatch;
 using tbatch::testing::iota;

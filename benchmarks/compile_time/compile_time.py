@@ -35,7 +35,7 @@ ROWS = [
     ("eigen_dense", "`Eigen/Dense` + MatrixXf copy (baseline)", None),
     ("xtensor_ones", "`xtensor/xarray.hpp` + `xt::ones`",
      "xtensor/xarray.hpp"),
-    ("tensor", "`tbatch/core/tensor.hpp` + `Tensor(shape, value)`", None),
+    ("tensor", "`tbatch/tensor/tensor.hpp` + `Tensor(shape, value)`", None),
     ("layouts", "`tbatch/batch/layouts.hpp` + `PackedBatch`", None),
     ("conversions", "`tbatch/batch/conversions.hpp` + `list_to_padded`",
      None),

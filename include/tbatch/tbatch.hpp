@@ -1,22 +1,24 @@
 #pragma once
 // Umbrella header: everything public in tbatch except the optional parts, which have headers of
-// their own: tbatch/core/eigen_tensor.hpp (Eigen Tensor module interop) and tbatch/mpi.hpp.
+// their own: tbatch/tensor/eigen_tensor.hpp (Eigen Tensor module interop), tbatch/dlpack.hpp,
+// tbatch/io/safetensors.hpp and tbatch/mpi.hpp. Included layer by layer, lowest first.
 
 #include "tbatch/version.hpp"
 
-#include "tbatch/core/config.hpp"
-#include "tbatch/core/dtype.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/indexing.hpp"
-#include "tbatch/core/parallel.hpp"
-#include "tbatch/core/shape.hpp"
-#include "tbatch/core/storage.hpp"
-#include "tbatch/core/tensor.hpp"
+#include "tbatch/base/config.hpp"
+#include "tbatch/base/dtype.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/parallel.hpp"
+#include "tbatch/base/shape.hpp"
+#include "tbatch/base/storage.hpp"
 
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/index_types.hpp"
 #include "tbatch/view/layout.hpp"
 #include "tbatch/view/strided_view.hpp"
+
+#include "tbatch/tensor/any_tensor.hpp"
+#include "tbatch/tensor/tensor.hpp"
 
 #include "tbatch/batch/conversions.hpp"
 #include "tbatch/batch/layouts.hpp"
@@ -28,12 +30,11 @@
 #include "tbatch/ops/segment.hpp"
 #include "tbatch/ops/space_to_batch.hpp"
 
-#include "tbatch/dict/any_tensor.hpp"
 #include "tbatch/dict/tensor_dict.hpp"
 
 // Linked with tbatch::compiled: the heavy conversions and kernels are compiled there once.
 #ifdef TBATCH_COMPILED
-#include "tbatch/detail/instantiations.hpp"
+#include "tbatch/ops/instantiations.hpp"
 namespace tbatch {
 #define TBATCH_DETAIL_INSTANTIATION_KIND extern
 TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DETAIL_INSTANTIATE)

@@ -1,5 +1,5 @@
 // tbatch core: one Tensor construction.
-#include <tbatch/core/tensor.hpp>
+#include <tbatch/tensor/tensor.hpp>
 
 int main() {
   tbatch::Tensor<float> t(tbatch::Shape{2, 3}, 1.f);

@@ -11,7 +11,7 @@
 
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
-#include "tbatch/core/parallel.hpp"
+#include "tbatch/base/parallel.hpp"
 
 namespace tbatch {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tbatch/batch/metadata.hpp"
-#include "tbatch/core/tensor.hpp"
+#include "tbatch/tensor/tensor.hpp"
 
 namespace tbatch {
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "tbatch/core/tensor.hpp"
+#include "tbatch/tensor/tensor.hpp"
 
 namespace tbatch {
 

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/small_vector.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/small_vector.hpp"
 #include "tbatch/view/index_types.hpp"
 
 namespace tbatch {

@@ -12,16 +12,17 @@
 #include <utility>
 #include <vector>
 
+#include "tbatch/base/dtype.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/shape.hpp"
 #include "tbatch/batch/conversions.hpp"
 #include "tbatch/batch/layouts.hpp"
-#include "tbatch/core/dtype.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/shape.hpp"
-#include "tbatch/core/tensor.hpp"
-#include "tbatch/detail/tensor_text.hpp"
-#include "tbatch/dict/any_tensor.hpp"
 #include "tbatch/dict/keys.hpp"
-#include "tbatch/dict/tensor_dict.hpp"
+#include "tbatch/dict/tensor_dict_class.hpp"
+#include "tbatch/dict/tensor_dict_stack.hpp"
+#include "tbatch/tensor/any_tensor.hpp"
+#include "tbatch/tensor/tensor.hpp"
+#include "tbatch/tensor/tensor_text.hpp"
 #include "tbatch/view/layout.hpp"
 
 namespace tbatch {

@@ -1,5 +1,5 @@
 #pragma once
-// TensorDict's bookkeeping, declared in dict/tensor_dict.hpp: looking entries up by key or
+// TensorDict's bookkeeping, declared in dict/tensor_dict_class.hpp: looking entries up by key or
 // path, setting, filtering and merging them, and checking batch sizes, dims and names.
 
 #include <algorithm>
@@ -10,12 +10,12 @@
 #include <utility>
 #include <vector>
 
-#include "tbatch/core/checked_math.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/shape.hpp"
-#include "tbatch/dict/any_tensor.hpp"
+#include "tbatch/base/checked_math.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/shape.hpp"
 #include "tbatch/dict/keys.hpp"
-#include "tbatch/dict/tensor_dict.hpp"
+#include "tbatch/dict/tensor_dict_class.hpp"
+#include "tbatch/tensor/any_tensor.hpp"
 
 namespace tbatch {
 

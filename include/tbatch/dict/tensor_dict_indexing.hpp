@@ -1,5 +1,5 @@
 #pragma once
-// TensorDict's indexing, declared in dict/tensor_dict.hpp: index and index_put over the batch
+// TensorDict's indexing, declared in dict/tensor_dict_class.hpp: index and index_put over the batch
 // dims of every entry (detail::plan_index per entry), and their checks and names.
 
 #include <algorithm>
@@ -11,14 +11,15 @@
 #include <variant>
 #include <vector>
 
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/indexing.hpp"
-#include "tbatch/core/shape.hpp"
-#include "tbatch/core/tensor.hpp"
-#include "tbatch/detail/format.hpp"
-#include "tbatch/dict/any_tensor.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/shape.hpp"
 #include "tbatch/dict/keys.hpp"
-#include "tbatch/dict/tensor_dict.hpp"
+#include "tbatch/dict/tensor_dict_class.hpp"
+#include "tbatch/dict/tensor_dict_shape_ops.hpp"
+#include "tbatch/tensor/any_tensor.hpp"
+#include "tbatch/tensor/format.hpp"
+#include "tbatch/tensor/indexing.hpp"
+#include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/index_types.hpp"
 #include "tbatch/view/layout.hpp"
 
@@ -255,18 +256,6 @@ inline void TensorDict::plan_writes(const TensorDict& value,
     } else {
       mine->dict().plan_writes(v.dict(), indices, indexable, fn, writes, path);
     }
-    path.pop();
-  }
-}
-
-template <class Self, class Fn>
-void TensorDict::for_each_leaf_of(Self& self, Fn& fn, detail::KeyPath& path) {
-  for (auto& [key, value] : self.entries_) {
-    path.push(key);
-    if (value.is_tensor())
-      fn(value.tensor(), path);
-    else
-      for_each_leaf_of(value.dict(), fn, path);
     path.pop();
   }
 }

@@ -1,5 +1,5 @@
 #pragma once
-// TensorDict's shape ops over batch dims, declared in dict/tensor_dict.hpp: the view layer's
+// TensorDict's shape ops over batch dims, declared in dict/tensor_dict_class.hpp: the view layer's
 // layout functions applied to the batch dims of every entry (reshape, view, permute, transpose,
 // unsqueeze, squeeze, flatten, unflatten, unbind, split, chunk, expand, repeat,
 // repeat_interleave, clone, contiguous), and the per-entry walk behind them and index.
@@ -10,14 +10,15 @@
 #include <utility>
 #include <vector>
 
-#include "tbatch/core/checked_math.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/indexing.hpp"
-#include "tbatch/core/shape.hpp"
-#include "tbatch/core/tensor.hpp"
-#include "tbatch/dict/any_tensor.hpp"
+#include "tbatch/base/checked_math.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/shape.hpp"
 #include "tbatch/dict/keys.hpp"
-#include "tbatch/dict/tensor_dict.hpp"
+#include "tbatch/dict/tensor_dict_class.hpp"
+#include "tbatch/dict/tensor_dict_entries.hpp"
+#include "tbatch/tensor/any_tensor.hpp"
+#include "tbatch/tensor/indexing.hpp"
+#include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/layout.hpp"
 
 namespace tbatch {

@@ -1,5 +1,5 @@
 #pragma once
-// TensorDict's stack, cat and element-wise comparison, declared in dict/tensor_dict.hpp.
+// TensorDict's stack, cat and element-wise comparison, declared in dict/tensor_dict_class.hpp.
 
 #include <cstddef>
 #include <string>
@@ -7,14 +7,15 @@
 #include <utility>
 #include <vector>
 
-#include "tbatch/core/checked_math.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/shape.hpp"
-#include "tbatch/core/small_vector.hpp"
-#include "tbatch/core/tensor.hpp"
-#include "tbatch/dict/any_tensor.hpp"
+#include "tbatch/base/checked_math.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/shape.hpp"
+#include "tbatch/base/small_vector.hpp"
 #include "tbatch/dict/keys.hpp"
-#include "tbatch/dict/tensor_dict.hpp"
+#include "tbatch/dict/tensor_dict_class.hpp"
+#include "tbatch/dict/tensor_dict_indexing.hpp"
+#include "tbatch/tensor/any_tensor.hpp"
+#include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/layout.hpp"
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <utility>
 
-#include "tbatch/core/errors.hpp"
+#include "tbatch/base/errors.hpp"
 
 namespace tbatch::io::detail {
 

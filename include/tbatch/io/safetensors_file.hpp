@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "tbatch/core/dtype.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/storage.hpp"
-#include "tbatch/dict/any_tensor.hpp"
+#include "tbatch/base/dtype.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/storage.hpp"
+#include "tbatch/tensor/any_tensor.hpp"
 #include "tbatch/io/posix_file.hpp"
 #include "tbatch/io/safetensors_header.hpp"
 

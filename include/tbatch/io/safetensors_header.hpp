@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "tbatch/core/checked_math.hpp"
-#include "tbatch/core/dtype.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/shape.hpp"
+#include "tbatch/base/checked_math.hpp"
+#include "tbatch/base/dtype.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/shape.hpp"
 
 namespace tbatch::io::detail {
 

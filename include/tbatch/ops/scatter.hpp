@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "tbatch/batch/layouts.hpp"
-#include "tbatch/core/checked_math.hpp"
-#include "tbatch/core/dtype.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/tensor.hpp"
+#include "tbatch/base/checked_math.hpp"
+#include "tbatch/base/dtype.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/layout.hpp"
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "tbatch/batch/layouts.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/tensor.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/tensor/tensor.hpp"
 #include "tbatch/ops/scatter.hpp"
 #include "tbatch/view/engine.hpp"
 

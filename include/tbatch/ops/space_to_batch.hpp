@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "tbatch/batch/layouts.hpp"
-#include "tbatch/core/checked_math.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/parallel.hpp"
-#include "tbatch/core/tensor.hpp"
+#include "tbatch/base/checked_math.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/parallel.hpp"
+#include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
 
 namespace tbatch {

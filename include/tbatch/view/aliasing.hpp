@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/small_vector.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/small_vector.hpp"
 #include "tbatch/view/layout.hpp"
 #include "tbatch/view/strided_view.hpp"
 #include "tbatch/view/walk.hpp"

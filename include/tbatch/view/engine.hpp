@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "tbatch/core/shape.hpp"
-#include "tbatch/core/small_vector.hpp"
-#include "tbatch/detail/streaming.hpp"
+#include "tbatch/base/shape.hpp"
+#include "tbatch/base/small_vector.hpp"
+#include "tbatch/view/streaming.hpp"
 #include "tbatch/view/aliasing.hpp"
 #include "tbatch/view/strided_view.hpp"
 #include "tbatch/view/walk.hpp"

@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "tbatch/core/config.hpp"
+#include "tbatch/base/config.hpp"
 
 namespace tbatch {
 

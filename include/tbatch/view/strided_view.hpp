@@ -5,8 +5,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "tbatch/core/dtype.hpp"
-#include "tbatch/core/word.hpp"
+#include "tbatch/base/dtype.hpp"
+#include "tbatch/base/word.hpp"
 #include "tbatch/view/layout.hpp"
 #include "tbatch/view/view_methods.hpp"
 

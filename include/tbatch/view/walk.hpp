@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <utility>
 
-#include "tbatch/core/shape.hpp"
-#include "tbatch/core/small_vector.hpp"
+#include "tbatch/base/shape.hpp"
+#include "tbatch/base/small_vector.hpp"
 
 namespace tbatch {
 namespace detail {

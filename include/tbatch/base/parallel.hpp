@@ -5,8 +5,8 @@
 #include <atomic>
 #include <exception>
 
-#include "tbatch/core/config.hpp"
-#include "tbatch/core/errors.hpp"
+#include "tbatch/base/config.hpp"
+#include "tbatch/base/errors.hpp"
 
 #if defined(TBATCH_OPENMP) && defined(_OPENMP)
 #include <omp.h>

@@ -16,11 +16,11 @@
 #include <utility>
 #include <vector>
 
-#include "tbatch/core/dtype.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/shape.hpp"
-#include "tbatch/core/storage.hpp"
-#include "tbatch/detail/tensor_text.hpp"
+#include "tbatch/base/dtype.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/shape.hpp"
+#include "tbatch/base/storage.hpp"
+#include "tbatch/tensor/tensor_text.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/index_types.hpp"
 #include "tbatch/view/layout.hpp"
@@ -222,7 +222,7 @@ class Tensor : public ViewMethods<Tensor<T>> {
   }
 
   /// Indexing with torch semantics: integers, Slice, Ellipsis, NewAxis (views); integer index
-  /// tensors and boolean masks (copies). Defined in core/indexing.hpp. IndexError for too many
+  /// tensors and boolean masks (copies). Defined in tensor/indexing.hpp. IndexError for too many
   /// indices, more than one Ellipsis, an index out of range or a mask of the wrong shape;
   /// ShapeError when index tensors do not broadcast together.
   Tensor index(std::initializer_list<TensorIndex> indices) const;
@@ -461,7 +461,7 @@ bool allclose(const Tensor<T>& a, const Tensor<T>& b, double rtol = 1e-5, double
 }
 
 namespace detail {
-/// The elements `t` prints, formatted (detail/tensor_text.hpp); only this part depends on T.
+/// The elements `t` prints, formatted (tensor/tensor_text.hpp); only this part depends on T.
 template <class T>
 PrintedTensor printed(const Tensor<T>& t) {
   // Floats of every width print as double, integers as int64 / uint64.
@@ -503,5 +503,3 @@ std::ostream& operator<<(std::ostream& out, const Tensor<T>& t) {
 }
 
 }  // namespace tbatch
-
-#include "tbatch/core/indexing.hpp"

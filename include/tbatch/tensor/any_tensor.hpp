@@ -15,11 +15,11 @@
 #include <variant>
 #include <vector>
 
-#include "tbatch/core/dtype.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/indexing.hpp"
-#include "tbatch/core/shape.hpp"
-#include "tbatch/core/tensor.hpp"
+#include "tbatch/base/dtype.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/tensor/indexing.hpp"
+#include "tbatch/base/shape.hpp"
+#include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/layout.hpp"
 

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "tbatch/core/config.hpp"
+#include "tbatch/base/config.hpp"
 
 namespace tbatch {
 

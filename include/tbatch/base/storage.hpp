@@ -7,10 +7,10 @@
 #include <new>
 #include <type_traits>
 
-#include "tbatch/core/block_cache.hpp"
-#include "tbatch/core/checked_math.hpp"
-#include "tbatch/core/config.hpp"
-#include "tbatch/core/errors.hpp"
+#include "tbatch/base/block_cache.hpp"
+#include "tbatch/base/checked_math.hpp"
+#include "tbatch/base/config.hpp"
+#include "tbatch/base/errors.hpp"
 
 namespace tbatch {
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "tbatch/core/config.hpp"
+#include "tbatch/base/config.hpp"
 
 namespace tbatch {
 

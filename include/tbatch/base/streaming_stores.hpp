@@ -1,11 +1,11 @@
 #pragma once
 // The output size from which kernels write with streaming (non-temporal) stores: the public
-// setting behind detail/streaming.hpp's kernels.
+// setting behind view/streaming.hpp's kernels.
 
 #include <atomic>
 
-#include "tbatch/core/config.hpp"
-#include "tbatch/core/errors.hpp"
+#include "tbatch/base/config.hpp"
+#include "tbatch/base/errors.hpp"
 
 namespace tbatch {
 namespace detail {

@@ -10,7 +10,7 @@
 
 #include "tbatch/batch/conversions.hpp"
 #include "tbatch/batch/pad_sequence.hpp"
-#include "tbatch/core/dtype.hpp"
+#include "tbatch/base/dtype.hpp"
 #include "tbatch/ops/pad.hpp"
 #include "tbatch/ops/space_to_batch.hpp"
 

@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "tbatch/core/tensor.hpp"
+#include "tbatch/tensor/tensor_class.hpp"
 #include "tbatch/view/index_types.hpp"
 
 namespace tbatch {

@@ -4,7 +4,7 @@
 #include <array>
 #include <unsupported/Eigen/CXX11/Tensor>
 
-#include "tbatch/core/tensor.hpp"
+#include "tbatch/tensor/tensor.hpp"
 
 namespace tbatch {
 

@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "tbatch/core/checked_math.hpp"
-#include "tbatch/core/config.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/small_vector.hpp"
+#include "tbatch/base/checked_math.hpp"
+#include "tbatch/base/config.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/small_vector.hpp"
 
 namespace tbatch {
 

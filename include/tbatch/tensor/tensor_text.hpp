@@ -2,7 +2,7 @@
 // The text operator<< prints for tensors, batches and RaggedTensorDict. Numbers follow
 // torch._tensor_str: one format per tensor, chosen from its printed values. Everything here works
 // on double / int64 / uint64 / bool and strings, so the part compiled per element type (printed()
-// in core/tensor.hpp) only reads the elements.
+// in tensor/tensor_class.hpp) only reads the elements.
 
 #include <algorithm>
 #include <cmath>
@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tbatch/core/config.hpp"
-#include "tbatch/core/shape.hpp"
+#include "tbatch/base/config.hpp"
+#include "tbatch/base/shape.hpp"
 
 namespace tbatch::detail {
 

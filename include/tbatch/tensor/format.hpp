@@ -1,6 +1,6 @@
 #pragma once
 // Text printers for error messages: an index expression as Python spells it (print_index,
-// IndexText). The list printer detail::listed stays in core/errors.hpp, beside detail::fail:
+// IndexText). The list printer detail::listed stays in base/errors.hpp, beside detail::fail:
 // the layers below Tensor use it, and this header needs TensorIndex, which holds Tensors.
 
 #include <initializer_list>
@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <variant>
 
-#include "tbatch/core/indexing.hpp"
+#include "tbatch/tensor/indexing.hpp"
 #include "tbatch/view/index_types.hpp"
 
 namespace tbatch {

@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "tbatch/core/config.hpp"
+#include "tbatch/base/config.hpp"
 
 namespace tbatch::detail {
 

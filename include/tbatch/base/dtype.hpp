@@ -8,8 +8,8 @@
 #include <string_view>
 #include <type_traits>
 
-#include "tbatch/core/config.hpp"
-#include "tbatch/core/errors.hpp"
+#include "tbatch/base/config.hpp"
+#include "tbatch/base/errors.hpp"
 
 namespace tbatch {
 

@@ -12,9 +12,9 @@
 #include <cstring>
 #include <type_traits>
 
-#include "tbatch/core/config.hpp"
-#include "tbatch/core/errors.hpp"
-#include "tbatch/core/streaming_stores.hpp"
+#include "tbatch/base/config.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/streaming_stores.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

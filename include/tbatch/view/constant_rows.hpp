@@ -11,8 +11,8 @@
 #include <array>
 #include <cstdint>
 
-#include "tbatch/core/config.hpp"
-#include "tbatch/detail/streaming.hpp"
+#include "tbatch/base/config.hpp"
+#include "tbatch/view/streaming.hpp"
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>

@@ -9,8 +9,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "tbatch/core/config.hpp"
-#include "tbatch/core/errors.hpp"
+#include "tbatch/base/config.hpp"
+#include "tbatch/base/errors.hpp"
 
 namespace tbatch::detail {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Overflow-checked size arithmetic: every size computed from user input goes through here.
 
-#include "tbatch/core/config.hpp"
-#include "tbatch/core/errors.hpp"
+#include "tbatch/base/config.hpp"
+#include "tbatch/base/errors.hpp"
 
 namespace tbatch::detail {
 
