@@ -70,7 +70,7 @@ TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DETAIL_INSTANTIATE)
 }  // namespace tbatch
 
 // Every member of the class templates.
-#define TBATCH_STRICT_CLASSES(T, tag, text)                   \
+#define TBATCH_STRICT_CLASSES(T, ...)                         \
   template class tbatch::Tensor<T>;                           \
   template class tbatch::ViewMethods<tbatch::Tensor<T>>;      \
   template class tbatch::StridedView<T>;                      \
@@ -300,6 +300,6 @@ void optional_calls() {
 
 }  // namespace tbatch_strict
 
-#define TBATCH_STRICT_CALLS(T, tag, text) template void tbatch_strict::tensor_calls<T>();
+#define TBATCH_STRICT_CALLS(T, ...) template void tbatch_strict::tensor_calls<T>();
 TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_STRICT_CALLS)
 #undef TBATCH_STRICT_CALLS
