@@ -12,27 +12,19 @@
 
 #include "tbatch/tbatch.hpp"
 
-#include "tbatch/batch/conversions.hpp"
-#include "tbatch/batch/layouts.hpp"
-#include "tbatch/batch/metadata.hpp"
 #include "tbatch/base/block_cache.hpp"
 #include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/dtype.hpp"
-#include "tbatch/tensor/eigen_tensor.hpp"
 #include "tbatch/base/errors.hpp"
-#include "tbatch/tensor/indexing.hpp"
 #include "tbatch/base/shape.hpp"
 #include "tbatch/base/small_vector.hpp"
 #include "tbatch/base/storage.hpp"
 #include "tbatch/base/streaming_stores.hpp"
-#include "tbatch/tensor/tensor.hpp"
 #include "tbatch/base/word.hpp"
-#include "tbatch/view/constant_rows.hpp"
-#include "tbatch/tensor/format.hpp"
-#include "tbatch/ops/instantiations.hpp"
-#include "tbatch/view/streaming.hpp"
-#include "tbatch/tensor/any_tensor.hpp"
+#include "tbatch/batch/conversions.hpp"
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/batch/metadata.hpp"
 #include "tbatch/dict/keys.hpp"
 #include "tbatch/dict/ragged_tensor_dict.hpp"
 #include "tbatch/dict/tensor_dict.hpp"
@@ -40,15 +32,23 @@
 #include "tbatch/dict/tensor_dict_indexing.hpp"
 #include "tbatch/dict/tensor_dict_shape_ops.hpp"
 #include "tbatch/dict/tensor_dict_stack.hpp"
+#include "tbatch/ops/instantiations.hpp"
 #include "tbatch/ops/pad.hpp"
 #include "tbatch/ops/scatter.hpp"
 #include "tbatch/ops/segment.hpp"
 #include "tbatch/ops/space_to_batch.hpp"
+#include "tbatch/tensor/any_tensor.hpp"
+#include "tbatch/tensor/eigen_tensor.hpp"
+#include "tbatch/tensor/format.hpp"
+#include "tbatch/tensor/indexing.hpp"
+#include "tbatch/tensor/tensor.hpp"
 #include "tbatch/version.hpp"
 #include "tbatch/view/aliasing.hpp"
+#include "tbatch/view/constant_rows.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/index_types.hpp"
 #include "tbatch/view/layout.hpp"
+#include "tbatch/view/streaming.hpp"
 #include "tbatch/view/strided_view.hpp"
 #include "tbatch/view/view_methods.hpp"
 #include "tbatch/view/walk.hpp"
@@ -70,7 +70,7 @@ TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DETAIL_INSTANTIATE)
 }  // namespace tbatch
 
 // Every member of the class templates.
-#define TBATCH_STRICT_CLASSES(T, tag, text)                   \
+#define TBATCH_STRICT_CLASSES(T, ...)                         \
   template class tbatch::Tensor<T>;                           \
   template class tbatch::ViewMethods<tbatch::Tensor<T>>;      \
   template class tbatch::StridedView<T>;                      \
@@ -300,6 +300,6 @@ void optional_calls() {
 
 }  // namespace tbatch_strict
 
-#define TBATCH_STRICT_CALLS(T, tag, text) template void tbatch_strict::tensor_calls<T>();
+#define TBATCH_STRICT_CALLS(T, ...) template void tbatch_strict::tensor_calls<T>();
 TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_STRICT_CALLS)
 #undef TBATCH_STRICT_CALLS

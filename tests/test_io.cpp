@@ -656,3 +656,45 @@ TEST_CASE("RaggedTensorDict batch sizes that contradict the data are a FormatErr
         "has element 1 of batch size [4611686018427387904]");
   }
 }
+
+TEST_CASE("RaggedTensorDict::from_stored takes back what stored gives, and checks it",
+          "[io][tensor_dict][errors]") {
+  std::vector<TensorDict> tds;
+  for (index_t i = 0; i < 3; ++i)
+    tds.push_back(
+        TensorDict({{"points", testing::iota<float>(Shape{1 + i, 3})},
+                    {"meta", TensorDict({{"id", testing::iota<std::int32_t>(Shape{2})}})}}));
+  auto reject = [](const std::string& prefix, const std::string& why) {
+    tbatch::detail::fail<ValueError>("test", prefix, "|", why);
+  };
+  for (RaggedLayout layout : {RaggedLayout::padded, RaggedLayout::packed}) {
+    const RaggedTensorDict ragged = TensorDict::stack_ragged(tds, layout);
+    const RaggedTensorDict back = RaggedTensorDict::from_stored(ragged.stored(), layout, reject);
+    CHECK(back.batch_size() == ragged.batch_size());
+    for (index_t i = 0; i < 3; ++i) {
+      CHECK(back.element(i).get<float>("points") == tds[std::size_t(i)].get<float>("points"));
+      CHECK(back.element(i).get<std::int32_t>({"meta", "id"}) ==
+            tds[std::size_t(i)].get<std::int32_t>({"meta", "id"}));
+    }
+    RaggedTensorDict::Stored twice = ragged.stored();
+    twice.items.push_back(twice.items[0]);
+    TBATCH_CHECK_THROWS_WITH(RaggedTensorDict::from_stored(twice, layout, reject), ValueError,
+                             "test: |has key 'points' twice");
+    RaggedTensorDict::Stored nested = ragged.stored();
+    for (RaggedTensorDict::Stored::Item& item : nested.items)
+      if (item.dict) {
+        RaggedTensorDict::Stored inner = *item.dict;
+        inner.element_batch_sizes.pop_back();
+        item.dict = std::make_shared<const RaggedTensorDict::Stored>(inner);
+      }
+    TBATCH_CHECK_THROWS_WITH(RaggedTensorDict::from_stored(nested, layout, reject), ValueError,
+                             "test: meta.|has a number of element batch sizes other than");
+    RaggedTensorDict::Stored empty = ragged.stored();
+    empty.items.push_back({"nothing", std::nullopt, nullptr});
+    TBATCH_CHECK_THROWS_WITH(RaggedTensorDict::from_stored(empty, layout, reject), ValueError,
+                             "has item 'nothing' that is neither a tensor nor a dict");
+    empty.batch_size.clear();
+    TBATCH_CHECK_THROWS_WITH(RaggedTensorDict::from_stored(empty, layout, reject), ValueError,
+                             "has an empty batch_size");
+  }
+}

@@ -119,7 +119,7 @@ class MessageContains : public Catch::MatcherBase<std::exception> {
 }  // namespace tbatch::testing
 
 // Every element type tbatch supports, for TEMPLATE_TEST_CASE: made from the library's one list.
-#define TBATCH_TEST_COMMA_TYPE(type, tag, text) , type
+#define TBATCH_TEST_COMMA_TYPE(type, ...) , type
 #define TBATCH_TEST_DROP_FIRST_(first, ...) __VA_ARGS__
 #define TBATCH_TEST_DROP_FIRST(...) TBATCH_TEST_DROP_FIRST_(__VA_ARGS__)
 #define TBATCH_ALL_DTYPES \

@@ -13,25 +13,29 @@
 
 namespace tbatch {
 
-// The one list of element types, in DType order: X(type, tag, name) with torch's name. Every
-// table over the element types (DType, the traits below, dispatch_dtype) is made from it.
-#define TBATCH_FOR_EACH_ELEMENT_TYPE(X)    \
-  X(float, float32, "float32")             \
-  X(double, float64, "float64")            \
-  X(Eigen::half, float16, "float16")       \
-  X(Eigen::bfloat16, bfloat16, "bfloat16") \
-  X(std::int8_t, int8, "int8")             \
-  X(std::int16_t, int16, "int16")          \
-  X(std::int32_t, int32, "int32")          \
-  X(std::int64_t, int64, "int64")          \
-  X(std::uint8_t, uint8, "uint8")          \
-  X(std::uint16_t, uint16, "uint16")       \
-  X(std::uint32_t, uint32, "uint32")       \
-  X(bool, boolean, "bool")
+// The one list of element types, in DType order, and every table over them is made from it
+// (DType, the traits below, dispatch_dtype, DLPack's codes, safetensors' names, MPI's types):
+//   X(type, tag, name, dlpack_code, dlpack_bits, safetensors_name, mpi_type)
+// name is torch's. The DLPack and MPI columns are bare tokens (kDLFloat, MPI_FLOAT, ...), only
+// expanded by interop/dlpack.hpp and mpi/ where <dlpack/dlpack.h> and <mpi.h> are included.
+// MPI has no half or bfloat16 type: MPI_BYTE on a 2-byte type moves its bits as a 2-byte blob.
+#define TBATCH_FOR_EACH_ELEMENT_TYPE(X)                                     \
+  X(float, float32, "float32", kDLFloat, 32, "F32", MPI_FLOAT)              \
+  X(double, float64, "float64", kDLFloat, 64, "F64", MPI_DOUBLE)            \
+  X(Eigen::half, float16, "float16", kDLFloat, 16, "F16", MPI_BYTE)         \
+  X(Eigen::bfloat16, bfloat16, "bfloat16", kDLBfloat, 16, "BF16", MPI_BYTE) \
+  X(std::int8_t, int8, "int8", kDLInt, 8, "I8", MPI_INT8_T)                 \
+  X(std::int16_t, int16, "int16", kDLInt, 16, "I16", MPI_INT16_T)           \
+  X(std::int32_t, int32, "int32", kDLInt, 32, "I32", MPI_INT32_T)           \
+  X(std::int64_t, int64, "int64", kDLInt, 64, "I64", MPI_INT64_T)           \
+  X(std::uint8_t, uint8, "uint8", kDLUInt, 8, "U8", MPI_UINT8_T)            \
+  X(std::uint16_t, uint16, "uint16", kDLUInt, 16, "U16", MPI_UINT16_T)      \
+  X(std::uint32_t, uint32, "uint32", kDLUInt, 32, "U32", MPI_UINT32_T)      \
+  X(bool, boolean, "bool", kDLBool, 8, "BOOL", MPI_BYTE)
 
 /// Runtime tag of an element type.
 enum class DType {
-#define TBATCH_DTYPE_TAG(type, tag, text) tag,
+#define TBATCH_DTYPE_TAG(type, tag, ...) tag,
   TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DTYPE_TAG)
 #undef TBATCH_DTYPE_TAG
 };
@@ -39,7 +43,7 @@ enum class DType {
 namespace detail {
 template <class T>
 struct DTypeOf;
-#define TBATCH_DTYPE_TRAITS(type, tag, text)       \
+#define TBATCH_DTYPE_TRAITS(type, tag, text, ...)  \
   template <>                                      \
   struct DTypeOf<type> {                           \
     static constexpr DType value = DType::tag;     \
@@ -53,8 +57,8 @@ TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DTYPE_TRAITS)
 template <class Fn>
 decltype(auto) dispatch_dtype(DType dtype, Fn&& fn, const char* function = "dispatch_dtype") {
   switch (dtype) {
-#define TBATCH_DTYPE_CASE(type, tag, text) \
-  case DType::tag:                         \
+#define TBATCH_DTYPE_CASE(type, tag, ...) \
+  case DType::tag:                        \
     return fn(std::type_identity<type>{});
     TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DTYPE_CASE)
 #undef TBATCH_DTYPE_CASE

@@ -3,6 +3,7 @@
 // batch dim by TensorDict::stack_ragged (defined here) into dense tensors and padded or packed
 // batches.
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/dtype.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/shape.hpp"
@@ -26,10 +28,6 @@
 #include "tbatch/view/layout.hpp"
 
 namespace tbatch {
-
-namespace io::detail {
-struct RaggedAccess;  // io/safetensors.hpp saves and rebuilds the members
-}  // namespace io::detail
 
 /// TensorDicts stacked along a new first batch dim by TensorDict::stack_ragged, whose entries
 /// may differ in shape between them. batch_size() has -1 for the dims whose size differs.
@@ -84,7 +82,7 @@ class RaggedTensorDict {
   template <Element T>
   Tensor<T> get(const NestedKey& key) const {
     const char* fn = "RaggedTensorDict::get";
-    const Entry& entry = entry_at(key, fn);
+    const StoredEntry& entry = entry_at(key, fn);
     if (entry.ragged)
       detail::fail<ShapeError>(fn, "entry ", key,
                                " differs in shape between the stacked TensorDicts; use "
@@ -96,7 +94,7 @@ class RaggedTensorDict {
   template <Element T>
   PaddedBatch<T> to_padded(const NestedKey& key, T padding_value = T(0)) const {
     const char* fn = "RaggedTensorDict::to_padded";
-    const Entry& entry = entry_at(key, fn);
+    const StoredEntry& entry = entry_at(key, fn);
     const Tensor<T>& data = typed<T>(entry, key, fn);
     if (!entry.ragged) return tbatch::to_padded(exact(data, key, fn), padding_value);
     if (layout_ == RaggedLayout::packed)
@@ -110,7 +108,7 @@ class RaggedTensorDict {
   template <Element T>
   PackedBatch<T> to_packed(const NestedKey& key) const {
     const char* fn = "RaggedTensorDict::to_packed";
-    const Entry& entry = entry_at(key, fn);
+    const StoredEntry& entry = entry_at(key, fn);
     const Tensor<T>& data = typed<T>(entry, key, fn);
     if (!entry.ragged) return tbatch::to_packed(exact(data, key, fn));
     if (layout_ == RaggedLayout::packed)
@@ -121,7 +119,7 @@ class RaggedTensorDict {
   template <Element T>
   std::vector<Tensor<T>> to_list(const NestedKey& key) const {
     const char* fn = "RaggedTensorDict::to_list";
-    const Entry& entry = entry_at(key, fn);
+    const StoredEntry& entry = entry_at(key, fn);
     typed<T>(entry, key, fn);
     std::vector<Tensor<T>> out;
     for (index_t i = 0; i < size(); ++i)
@@ -157,6 +155,49 @@ class RaggedTensorDict {
     return out;
   }
 
+  /// A tensor entry as stored.
+  struct StoredEntry {
+    bool ragged = false;
+    AnyTensor data;                    // dense: the stacked tensor; ragged: the batch's data
+    Tensor<index_t> shape_per_tensor;  // ragged entries
+    Tensor<index_t> first_idx;         // ragged entries of a packed RaggedTensorDict
+    bool unit_last_dim = false;        // the batch's elements are the tensors + a dim of size 1
+  };
+  /// A RaggedTensorDict as stored: its batch sizes and its items, tensor entries or dicts.
+  struct Stored {
+    struct Item {
+      std::string key;
+      std::optional<StoredEntry> tensor;
+      std::shared_ptr<const Stored> dict;
+    };
+    std::vector<index_t> batch_size;
+    std::vector<Shape> element_batch_sizes;
+    std::vector<Item> items;
+  };
+
+  /// This RaggedTensorDict as stored (sharing its tensors), as io::put saves it.
+  Stored stored() const {
+    Stored out{batch_size_, element_batch_sizes_, {}};
+    for (const Item& item : items_)
+      out.items.push_back(
+          {item.key, item.tensor,
+           item.dict ? std::make_shared<const Stored>(item.dict->stored()) : nullptr});
+    return out;
+  }
+
+  /// The RaggedTensorDict of `stored` in `layout` (sharing its tensors), checked to be one that
+  /// stack_ragged builds: batch sizes that agree with each other, with the nested dicts' and
+  /// with the tensors; unique keys; each entry's ragged and unit_last_dim flags as stack_ragged
+  /// sets them. The first problem is passed to reject(prefix, why), which must throw: `prefix`
+  /// locates the nested dict (its keys, each followed by '.'; empty at the top) and `why` says
+  /// what is wrong ("has key 'x' twice"). The batch constructors check each ragged entry's
+  /// shape_per_tensor and first_idx against its data, with their own errors.
+  template <class Reject>
+  static RaggedTensorDict from_stored(const Stored& stored, RaggedLayout layout,
+                                      const Reject& reject) {
+    return built(stored, layout, "", nullptr, reject);
+  }
+
   /// "RaggedTensorDict(batch_size=[...], layout=...," then per entry "key: dtype, shape=[...],"
   /// (dense) or "key: dtype, ragged, element_shapes=[...], data_shape=[...]," (ragged) and the
   /// stored data below it; nested RaggedTensorDicts are indented by 2.
@@ -173,18 +214,10 @@ class RaggedTensorDict {
 
  private:
   friend class TensorDict;
-  friend struct io::detail::RaggedAccess;
 
-  struct Entry {
-    bool ragged = false;
-    AnyTensor data;                    // dense: the stacked tensor; ragged: the batch's data
-    Tensor<index_t> shape_per_tensor;  // ragged entries
-    Tensor<index_t> first_idx;         // ragged entries of a packed RaggedTensorDict
-    bool unit_last_dim = false;        // the batch's elements are the tensors + a dim of size 1
-  };
   struct Item {
     std::string key;
-    std::optional<Entry> tensor;
+    std::optional<StoredEntry> tensor;
     std::shared_ptr<const RaggedTensorDict> dict;
   };
 
@@ -209,7 +242,7 @@ class RaggedTensorDict {
       dict = item->dict.get();
     }
   }
-  const Entry& entry_at(const NestedKey& key, const char* fn) const {
+  const StoredEntry& entry_at(const NestedKey& key, const char* fn) const {
     const Item& item = item_at(key, fn);
     if (!item.tensor)
       detail::fail<TypeError>(fn, "entry ", key,
@@ -217,7 +250,7 @@ class RaggedTensorDict {
     return *item.tensor;
   }
   template <Element T>
-  static Tensor<T> typed(const Entry& entry, const NestedKey& key, const char* fn) {
+  static Tensor<T> typed(const StoredEntry& entry, const NestedKey& key, const char* fn) {
     if (entry.data.holds<T>()) return entry.data.get<T>(fn);
     detail::fail<TypeError>(fn, "entry ", key, " has dtype ", entry.data.dtype(),
                             ", not the requested ", dtype_name_of<T>);
@@ -232,7 +265,7 @@ class RaggedTensorDict {
     return ExactBatch<T>(data);
   }
   /// Entry of stacked TensorDict i: a view of the stored data, untyped.
-  AnyTensor element_of(const Entry& entry, index_t i) const {
+  AnyTensor element_of(const StoredEntry& entry, index_t i) const {
     const Layout& data = entry.data.layout();
     if (!entry.ragged) return entry.data.with_layout(layout::select(data, 0, i));
     Layout element = layout_ == RaggedLayout::packed
@@ -257,7 +290,7 @@ class RaggedTensorDict {
         item.dict->append_text(text, indent + 2, printed);
         continue;
       }
-      const Entry& entry = *item.tensor;
+      const StoredEntry& entry = *item.tensor;
       const std::string_view dtype = dtype_name(entry.data.dtype());
       text.append(dtype.data(), dtype.size());
       if (entry.ragged) {
@@ -273,7 +306,7 @@ class RaggedTensorDict {
     text += ')';
   }
   /// The shapes of a ragged entry's tensors; elided as a tensor of as many sizes would be.
-  void append_element_shapes(std::string& text, const Entry& entry) const {
+  void append_element_shapes(std::string& text, const StoredEntry& entry) const {
     const index_t sizes = size() * element_of(entry, 0).dim();
     const bool elide = sizes > detail::print_threshold && size() > 2 * detail::print_edge;
     text += '[';
@@ -351,8 +384,8 @@ class RaggedTensorDict {
     }
     return out;
   }
-  static Entry stacked_entry(const std::vector<AnyTensor>& tensors, RaggedLayout layout,
-                             const char* fn, const detail::KeyPath& path) {
+  static StoredEntry stacked_entry(const std::vector<AnyTensor>& tensors, RaggedLayout layout,
+                                   const char* fn, const detail::KeyPath& path) {
     const AnyTensor& head = tensors[0];
     bool same_shape = true;
     for (std::size_t i = 1; i < tensors.size(); ++i) {
@@ -362,7 +395,7 @@ class RaggedTensorDict {
                                 "] but ", head.dtype(), " in tds[0]; expected the same dtype");
       same_shape = same_shape && t.shape() == head.shape();
     }
-    Entry entry;
+    StoredEntry entry;
     if (same_shape) {
       Shape shape = head.shape();
       shape.insert(0, static_cast<index_t>(tensors.size()));
@@ -408,6 +441,141 @@ class RaggedTensorDict {
           elements[static_cast<std::size_t>(i)], fn);
     }
     return entry;
+  }
+
+  /// from_stored of the dict at `prefix`, whose enclosing dict's elements have the batch sizes
+  /// `parent` (null at the top).
+  template <class Reject>
+  static RaggedTensorDict built(const Stored& stored, RaggedLayout layout,
+                                const std::string& prefix, const std::vector<Shape>* parent,
+                                const Reject& reject) {
+    auto bad = [&](const auto&... why) {
+      reject(prefix, detail::concat(why...));
+      detail::fail<ValueError>("RaggedTensorDict::from_stored", "reject returned");
+    };
+    RaggedTensorDict out;
+    out.layout_ = layout;
+    if (stored.batch_size.empty()) bad("has an empty batch_size");
+    for (const index_t size : stored.batch_size)
+      if (size < -1) bad("has a bad batch size");
+    out.batch_size_ = stored.batch_size;
+    const index_t count = out.batch_size_[0];
+    if (count < 1)
+      bad("has batch_size[0] ", count, "; a RaggedTensorDict stacks at least one TensorDict");
+    for (const Shape& shape : stored.element_batch_sizes) {
+      const std::size_t i = out.element_batch_sizes_.size();
+      for (const index_t size : shape)
+        if (size < 0) bad("has a bad batch size");
+      if (index_t(shape.size()) + 1 != out.batch_dims())
+        bad("has element batch sizes of another rank");
+      index_t numel = 1;
+      for (const index_t size : shape)
+        if (detail::multiply_overflows(numel, size, numel))
+          bad("has element ", i, " of batch size ", shape, ", whose size overflows");
+      if (parent && i < parent->size() && !detail::starts_with(shape, (*parent)[i]))
+        bad("has element ", i, " of batch size ", shape, ", but its parent's is ", (*parent)[i]);
+      out.element_batch_sizes_.push_back(shape);
+    }
+    const std::vector<Shape>& sizes = out.element_batch_sizes_;
+    if (index_t(sizes.size()) != count)
+      bad("has a number of element batch sizes other than batch_size[0]");
+    if (parent && parent->size() != sizes.size()) bad("has a nested dict of another size");
+    // Each batch dim's size is the elements' common size, or -1 where they differ.
+    std::vector<index_t> common{count};
+    for (std::size_t d = 0; d + 1 < out.batch_size_.size(); ++d) {
+      common.push_back(sizes[0][d]);
+      for (const Shape& size : sizes)
+        if (size[d] != sizes[0][d]) common.back() = -1;
+    }
+    if (common != out.batch_size_) {
+      std::string claimed, actual;
+      detail::append_sizes(claimed, out.batch_size_.data(), out.batch_size_.size());
+      detail::append_sizes(actual, common.data(), common.size());
+      bad("has batch_size ", claimed, ", but its elements' batch sizes make it ", actual);
+    }
+    const bool same_batch_sizes = std::find(common.begin(), common.end(), -1) == common.end();
+    // Element i's tensor of an entry must start with element i's batch size.
+    auto check_batch = [&](index_t i, const Shape& element, const std::string& name) {
+      if (!detail::starts_with(element, sizes[std::size_t(i)]))
+        bad("has element ", i, " of batch size ", sizes[std::size_t(i)], ", but its entry '", name,
+            "' has shape ", element);
+    };
+    for (const Stored::Item& stored_item : stored.items) {
+      if (out.find(stored_item.key) != nullptr) bad("has key '", stored_item.key, "' twice");
+      const std::string name = prefix + stored_item.key;
+      Item item;
+      item.key = stored_item.key;
+      if (stored_item.dict) {
+        item.dict = std::make_shared<const RaggedTensorDict>(
+            built(*stored_item.dict, layout, name + ".", &sizes, reject));
+        out.items_.push_back(std::move(item));
+        continue;
+      }
+      if (!stored_item.tensor) bad("has item '", name, "' that is neither a tensor nor a dict");
+      const StoredEntry& entry = *stored_item.tensor;
+      if (!entry.ragged) {
+        if (entry.unit_last_dim) bad("has dense entry '", name, "' with unit_last_dim set");
+        if (entry.data.dim() < 1 || entry.data.size(0) != count)
+          bad("has a dense entry whose first dim is not the number of elements");
+        const Shape& stacked = entry.data.shape();
+        const Shape element(stacked.begin() + 1, stacked.end());
+        // One shape for all: with equal batch sizes element 0 stands for all; otherwise some
+        // element's batch size is not a prefix of it, and the scan stops there.
+        for (index_t i = 0; i < count; ++i) {
+          check_batch(i, element, name);
+          if (same_batch_sizes) break;
+        }
+      } else {
+        // The batch constructors check the metadata against the data.
+        entry.data.visit([&](const auto& data) {
+          using T = typename std::decay_t<decltype(data)>::value_type;
+          const index_t batch =
+              layout == RaggedLayout::packed
+                  ? PackedBatch<T>(data, entry.shape_per_tensor, entry.first_idx).batch_size()
+                  : PaddedBatch<T>(data, entry.shape_per_tensor).batch_size();
+          if (batch != count) bad("has a ragged entry with another number of elements");
+        });
+        check_ragged(entry, name, bad, check_batch);
+      }
+      item.tensor = entry;
+      out.items_.push_back(std::move(item));
+    }
+    return out;
+  }
+
+  /// The shapes of a ragged entry's tensors differ, and its unit_last_dim flag is set exactly
+  /// when their last dims differ. The batch's shape_per_tensor holds each element's dims but
+  /// the last, which the data holds once: with the flag, the elements are the tensors plus a
+  /// trailing dim of size 1, and the rows are the tensors' whole shapes.
+  template <class Bad, class CheckBatch>
+  static void check_ragged(const StoredEntry& entry, const std::string& name, const Bad& bad,
+                           const CheckBatch& check_batch) {
+    const Tensor<index_t> rows = entry.shape_per_tensor.contiguous();
+    const index_t count = rows.size(0), rank = rows.size(1), last = entry.data.size(-1);
+    const index_t* at = rows.data();
+    auto tensor_shape = [&](index_t i) {
+      Shape shape(at + i * rank, at + (i + 1) * rank);
+      if (!entry.unit_last_dim) shape.push_back(last);
+      return shape;
+    };
+    bool differ = false;
+    for (index_t i = 1; i < count && !differ; ++i)
+      differ = !std::equal(at + i * rank, at + (i + 1) * rank, at);
+    if (entry.unit_last_dim) {
+      if (last != 1)
+        bad("has entry '", name, "' with unit_last_dim set, but its data's last dim is ", last,
+            ", not 1");
+      bool last_dims_differ = false;
+      for (index_t i = 1; rank >= 1 && i < count; ++i)
+        last_dims_differ = last_dims_differ || at[i * rank + rank - 1] != at[rank - 1];
+      if (!last_dims_differ)
+        bad("has entry '", name, "' with unit_last_dim set, but its tensors' last dims are all ",
+            rank >= 1 ? at[rank - 1] : index_t(1));
+    }
+    if (!differ)
+      bad("has ragged entry '", name, "' whose tensors all have shape ", tensor_shape(0));
+    for (index_t i = 0; i < count; ++i)
+      check_batch(i, tensor_shape(i), name);
   }
 
   std::vector<index_t> batch_size_;

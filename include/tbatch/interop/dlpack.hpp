@@ -21,31 +21,25 @@ namespace tbatch {
 
 namespace detail {
 
-// kDLBool entered DLPack in 0.8; Debian 12 ships 0.6, whose header lacks the name.
-inline constexpr std::uint8_t dlpack_bool_code = 6;
+// kDLBool entered DLPack in 0.8; Debian 12 ships 0.6, whose header lacks the name. This one
+// hides the global enumerator where present (both are 6).
+inline constexpr std::uint8_t kDLBool = 6;
+
+/// The DLPack data type of element type T, from TBATCH_FOR_EACH_ELEMENT_TYPE.
+template <class T>
+struct DLPackType;
+#define TBATCH_DLPACK_TYPE(type, tag, name, code, bits, ...)                     \
+  template <>                                                                    \
+  struct DLPackType<type> {                                                      \
+    static_assert(bits == 8 * sizeof(type), "DLPack bits of " name " differ");   \
+    static constexpr DLDataType value{static_cast<std::uint8_t>(code), bits, 1}; \
+  };
+TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DLPACK_TYPE)
+#undef TBATCH_DLPACK_TYPE
 
 inline DLDataType dlpack_dtype(DType dtype) {
-  const auto bits = static_cast<std::uint8_t>(8 * dtype_size(dtype, "to_dlpack"));
-  switch (dtype) {
-    case DType::float32:
-    case DType::float64:
-    case DType::float16:
-      return {kDLFloat, bits, 1};
-    case DType::bfloat16:
-      return {kDLBfloat, bits, 1};
-    case DType::int8:
-    case DType::int16:
-    case DType::int32:
-    case DType::int64:
-      return {kDLInt, bits, 1};
-    case DType::uint8:
-    case DType::uint16:
-    case DType::uint32:
-      return {kDLUInt, bits, 1};
-    case DType::boolean:
-      return {dlpack_bool_code, bits, 1};
-  }
-  fail<ValueError>("to_dlpack", "dtype tag ", static_cast<int>(dtype), " is not a tbatch dtype");
+  return dispatch_dtype(
+      dtype, []<class T>(std::type_identity<T>) { return DLPackType<T>::value; }, "to_dlpack");
 }
 
 /// The tbatch dtype of a DLPack data type; TypeError naming `function` for one tbatch lacks.
@@ -53,12 +47,11 @@ inline DType dtype_from_dlpack(DLDataType type, const char* function) {
   if (type.lanes != 1)
     fail<TypeError>(function, "the tensor has ", type.lanes,
                     " lanes per element; tbatch reads only lanes == 1");
-  for (const DType dtype :
-       {DType::float32, DType::float64, DType::float16, DType::bfloat16, DType::int8, DType::int16,
-        DType::int32, DType::int64, DType::uint8, DType::uint16, DType::uint32, DType::boolean}) {
-    const DLDataType candidate = dlpack_dtype(dtype);
-    if (candidate.code == type.code && candidate.bits == type.bits) return dtype;
-  }
+#define TBATCH_DLPACK_MATCH(type_, tag, ...)                                                    \
+  if (DLPackType<type_>::value.code == type.code && DLPackType<type_>::value.bits == type.bits) \
+    return DType::tag;
+  TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DLPACK_MATCH)
+#undef TBATCH_DLPACK_MATCH
   fail<TypeError>(function, "DLPack data type code ", int(type.code), " with ", int(type.bits),
                   " bits has no tbatch dtype (expected int 8-64, uint 8-32, float 16-64, "
                   "bfloat 16 or bool 8 bits)");

@@ -26,39 +26,20 @@ using tbatch::detail::fail;
 /// The safetensors name of a dtype (F32, BF16, I64, BOOL, ...).
 inline const char* safetensors_dtype(DType dtype) {
   switch (dtype) {
-    case DType::float32:
-      return "F32";
-    case DType::float64:
-      return "F64";
-    case DType::float16:
-      return "F16";
-    case DType::bfloat16:
-      return "BF16";
-    case DType::int8:
-      return "I8";
-    case DType::int16:
-      return "I16";
-    case DType::int32:
-      return "I32";
-    case DType::int64:
-      return "I64";
-    case DType::uint8:
-      return "U8";
-    case DType::uint16:
-      return "U16";
-    case DType::uint32:
-      return "U32";
-    case DType::boolean:
-      return "BOOL";
+#define TBATCH_SAFETENSORS_NAME(type, tag, name, code, bits, safetensors, ...) \
+  case DType::tag:                                                             \
+    return safetensors;
+    TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_SAFETENSORS_NAME)
+#undef TBATCH_SAFETENSORS_NAME
   }
   fail<ValueError>("io::save", "dtype ", static_cast<int>(dtype), " is not a DType");
 }
 
 inline std::optional<DType> dtype_of_safetensors(const std::string& name) {
-  for (DType d :
-       {DType::float32, DType::float64, DType::float16, DType::bfloat16, DType::int8, DType::int16,
-        DType::int32, DType::int64, DType::uint8, DType::uint16, DType::uint32, DType::boolean})
-    if (name == safetensors_dtype(d)) return d;
+#define TBATCH_SAFETENSORS_MATCH(type, tag, text, code, bits, safetensors, ...) \
+  if (name == safetensors) return DType::tag;
+  TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_SAFETENSORS_MATCH)
+#undef TBATCH_SAFETENSORS_MATCH
   return std::nullopt;
 }
 

@@ -256,201 +256,103 @@ namespace detail {
 /// The metadata key under which a RaggedTensorDict's structure is stored.
 inline constexpr const char* ragged_structure_key = "tbatch.ragged_tensordict";
 
-struct RaggedAccess {
-  using Entry = RaggedTensorDict::Entry;
-  using Item = RaggedTensorDict::Item;
+using Stored = RaggedTensorDict::Stored;
 
-  static nlohmann::json structure_of(const RaggedTensorDict& r, const std::string& prefix,
-                                     TensorFile& file, const char* fn) {
-    nlohmann::json items = nlohmann::json::array();
-    for (const Item& item : r.items_) {
-      if (item.key.find('.') != std::string::npos)
-        fail<ValueError>(fn, "key '", prefix, item.key,
-                         "' contains '.', which joins nested keys in the file; rename it");
-      const std::string name = prefix + item.key;
-      if (item.dict) {
-        items.push_back(
-            {{"key", item.key}, {"dict", structure_of(*item.dict, name + ".", file, fn)}});
-        continue;
-      }
-      const Entry& entry = *item.tensor;
-      auto store = [&](const std::string& tensor_name, const AnyTensor& t) {
-        if (!file.tensors.emplace(tensor_name, t).second)
-          fail<ValueError>(fn, "the file already holds a tensor '", tensor_name, "'");
-      };
-      store(name, entry.data);
-      if (entry.ragged) store(name + ".shape_per_tensor", AnyTensor(entry.shape_per_tensor));
-      if (entry.ragged && r.layout_ == RaggedLayout::packed)
-        store(name + ".first_idx", AnyTensor(entry.first_idx));
+/// The JSON of a stored RaggedTensorDict, its tensors added to `file` under their nested keys
+/// joined with '.'.
+inline nlohmann::json structure_of(const Stored& r, RaggedLayout layout, const std::string& prefix,
+                                   TensorFile& file, const char* fn) {
+  nlohmann::json items = nlohmann::json::array();
+  for (const Stored::Item& item : r.items) {
+    if (item.key.find('.') != std::string::npos)
+      fail<ValueError>(fn, "key '", prefix, item.key,
+                       "' contains '.', which joins nested keys in the file; rename it");
+    const std::string name = prefix + item.key;
+    if (item.dict) {
       items.push_back(
-          {{"key", item.key}, {"ragged", entry.ragged}, {"unit_last_dim", entry.unit_last_dim}});
+          {{"key", item.key}, {"dict", structure_of(*item.dict, layout, name + ".", file, fn)}});
+      continue;
     }
-    nlohmann::json element_sizes = nlohmann::json::array();
-    for (const Shape& size : r.element_batch_sizes_)
-      element_sizes.push_back(std::vector<index_t>(size.begin(), size.end()));
-    return {
-        {"batch_size", r.batch_size_}, {"element_batch_sizes", element_sizes}, {"items", items}};
+    const RaggedTensorDict::StoredEntry& entry = *item.tensor;
+    auto store = [&](const std::string& tensor_name, const AnyTensor& t) {
+      if (!file.tensors.emplace(tensor_name, t).second)
+        fail<ValueError>(fn, "the file already holds a tensor '", tensor_name, "'");
+    };
+    store(name, entry.data);
+    if (entry.ragged) store(name + ".shape_per_tensor", AnyTensor(entry.shape_per_tensor));
+    if (entry.ragged && layout == RaggedLayout::packed)
+      store(name + ".first_idx", AnyTensor(entry.first_idx));
+    items.push_back(
+        {{"key", item.key}, {"ragged", entry.ragged}, {"unit_last_dim", entry.unit_last_dim}});
   }
+  nlohmann::json element_sizes = nlohmann::json::array();
+  for (const Shape& size : r.element_batch_sizes)
+    element_sizes.push_back(std::vector<index_t>(size.begin(), size.end()));
+  return {{"batch_size", r.batch_size}, {"element_batch_sizes", element_sizes}, {"items", items}};
+}
 
-  /// The RaggedTensorDict described by `structure`, checked to hold what stack_ragged builds:
-  /// batch sizes that agree with the tensors, and each entry's ragged and unit_last_dim flags
-  /// as stack_ragged sets them. `parent` holds the element batch sizes of the dict around it.
-  static RaggedTensorDict ragged_of(const nlohmann::json& structure, const std::string& prefix,
-                                    RaggedLayout layout, const TensorFile& file, const char* fn,
-                                    int depth, const std::vector<Shape>* parent) {
-    auto bad = [&](const auto&... why) {
-      fail<FormatError>(fn, "the RaggedTensorDict structure in the metadata ", why...,
-                        prefix.empty() ? "" : " (at '", prefix, prefix.empty() ? "" : "')");
-    };
-    if (depth > max_dict_depth) bad("nests deeper than 64");
-    if (!structure.is_object() || !structure.contains("batch_size") ||
-        !structure["batch_size"].is_array() || structure["batch_size"].empty() ||
-        !structure.contains("element_batch_sizes") ||
-        !structure["element_batch_sizes"].is_array() || !structure.contains("items") ||
-        !structure["items"].is_array())
-      bad("lacks batch_size, element_batch_sizes or items");
-    RaggedTensorDict out;
-    out.layout_ = layout;
-    for (const auto& size : structure["batch_size"]) {
-      const std::optional<index_t> value = index_in(size);
-      if (!value || *value < -1) bad("has a bad batch size");
-      out.batch_size_.push_back(*value);
-    }
-    const index_t count = out.batch_size_[0];
-    if (count < 1)
-      bad("has batch_size[0] ", count, "; a RaggedTensorDict stacks at least one TensorDict");
-    for (const auto& sizes : structure["element_batch_sizes"]) {
-      if (!sizes.is_array()) bad("has an element batch size that is not a list");
-      Shape shape;
-      for (const auto& size : sizes) {
-        const std::optional<index_t> value = index_in(size);
-        if (!value || *value < 0) bad("has a bad batch size");
-        shape.push_back(*value);
-      }
-      const std::size_t i = out.element_batch_sizes_.size();
-      if (index_t(shape.size()) + 1 != out.batch_dims())
-        bad("has element batch sizes of another rank");
-      index_t numel = 1;
-      for (const index_t size : shape)
-        if (tbatch::detail::multiply_overflows(numel, size, numel))
-          bad("has element ", i, " of batch size ", shape, ", whose size overflows");
-      if (parent && i < parent->size() && !tbatch::detail::starts_with(shape, (*parent)[i]))
-        bad("has element ", i, " of batch size ", shape, ", but its parent's is ", (*parent)[i]);
-      out.element_batch_sizes_.push_back(std::move(shape));
-    }
-    const std::vector<Shape>& sizes = out.element_batch_sizes_;
-    if (index_t(sizes.size()) != count)
-      bad("has a number of element batch sizes other than batch_size[0]");
-    if (parent && parent->size() != sizes.size()) bad("has a nested dict of another size");
-    // Each batch dim's size is the elements' common size, or -1 where they differ.
-    std::vector<index_t> common{count};
-    for (std::size_t d = 0; d + 1 < out.batch_size_.size(); ++d) {
-      common.push_back(sizes[0][d]);
-      for (const Shape& size : sizes)
-        if (size[d] != sizes[0][d]) common.back() = -1;
-    }
-    if (common != out.batch_size_) {
-      std::string claimed, actual;
-      tbatch::detail::append_sizes(claimed, out.batch_size_.data(), out.batch_size_.size());
-      tbatch::detail::append_sizes(actual, common.data(), common.size());
-      bad("has batch_size ", claimed, ", but its elements' batch sizes make it ", actual);
-    }
-    const bool same_batch_sizes = std::find(common.begin(), common.end(), -1) == common.end();
-    // Element i's tensor of an entry must start with element i's batch size.
-    auto check_batch = [&](index_t i, const Shape& element, const std::string& name) {
-      if (!tbatch::detail::starts_with(element, sizes[std::size_t(i)]))
-        bad("has element ", i, " of batch size ", sizes[std::size_t(i)], ", but its entry '", name,
-            "' has shape ", element);
-    };
-    for (const auto& description : structure["items"]) {
-      if (!description.is_object() || !description.contains("key") ||
-          !description["key"].is_string())
-        bad("has an item without a key");
-      Item item;
-      item.key = description["key"].get<std::string>();
-      if (out.find(item.key) != nullptr) bad("has key '", item.key, "' twice");
-      const std::string name = prefix + item.key;
-      if (description.contains("dict")) {
-        item.dict = std::make_shared<const RaggedTensorDict>(
-            ragged_of(description["dict"], name + ".", layout, file, fn, depth + 1, &sizes));
-        out.items_.push_back(std::move(item));
-        continue;
-      }
-      if (!description.contains("ragged") || !description["ragged"].is_boolean() ||
-          !description.contains("unit_last_dim") || !description["unit_last_dim"].is_boolean())
-        bad("has an entry without its ragged and unit_last_dim flags");
-      Entry entry;
-      entry.ragged = description["ragged"].get<bool>();
-      entry.unit_last_dim = description["unit_last_dim"].get<bool>();
-      entry.data = stored(file, name, fn);
-      if (!entry.ragged) {
-        if (entry.unit_last_dim) bad("has dense entry '", name, "' with unit_last_dim set");
-        if (entry.data.dim() < 1 || entry.data.size(0) != count)
-          bad("has a dense entry whose first dim is not the number of elements");
-        const Shape& stacked = entry.data.shape();
-        const Shape element(stacked.begin() + 1, stacked.end());
-        // One shape for all: with equal batch sizes element 0 stands for all; otherwise some
-        // element's batch size is not a prefix of it, and the scan stops there.
-        for (index_t i = 0; i < count; ++i) {
-          check_batch(i, element, name);
-          if (same_batch_sizes) break;
-        }
-      } else {
-        entry.shape_per_tensor = stored_as<index_t>(file, name + ".shape_per_tensor", fn);
-        if (layout == RaggedLayout::packed)
-          entry.first_idx = stored_as<index_t>(file, name + ".first_idx", fn);
-        // The batch constructors check the metadata against the data.
-        entry.data.visit([&](const auto& data) {
-          using T = typename std::decay_t<decltype(data)>::value_type;
-          const index_t batch =
-              layout == RaggedLayout::packed
-                  ? PackedBatch<T>(data, entry.shape_per_tensor, entry.first_idx).batch_size()
-                  : PaddedBatch<T>(data, entry.shape_per_tensor).batch_size();
-          if (batch != count) bad("has a ragged entry with another number of elements");
-        });
-        check_ragged(entry, name, bad, check_batch);
-      }
-      item.tensor = std::move(entry);
-      out.items_.push_back(std::move(item));
-    }
-    return out;
-  }
+/// FormatError "<fn>: the RaggedTensorDict structure in the metadata <why> (at '<prefix>')".
+template <class... Why>
+[[noreturn]] void bad_structure(const char* fn, const std::string& prefix, const Why&... why) {
+  fail<FormatError>(fn, "the RaggedTensorDict structure in the metadata ", why...,
+                    prefix.empty() ? "" : " (at '", prefix, prefix.empty() ? "" : "')");
+}
 
-  /// The shapes of a ragged entry's tensors differ, and its unit_last_dim flag is set exactly
-  /// when their last dims differ. The batch's shape_per_tensor holds each element's dims but
-  /// the last, which the data holds once: with the flag, the elements are the tensors plus a
-  /// trailing dim of size 1, and the rows are the tensors' whole shapes.
-  template <class Bad, class CheckBatch>
-  static void check_ragged(const Entry& entry, const std::string& name, const Bad& bad,
-                           const CheckBatch& check_batch) {
-    const Tensor<index_t> rows = entry.shape_per_tensor.contiguous();
-    const index_t count = rows.size(0), rank = rows.size(1), last = entry.data.size(-1);
-    const index_t* at = rows.data();
-    auto tensor_shape = [&](index_t i) {
-      Shape shape(at + i * rank, at + (i + 1) * rank);
-      if (!entry.unit_last_dim) shape.push_back(last);
-      return shape;
-    };
-    bool differ = false;
-    for (index_t i = 1; i < count && !differ; ++i)
-      differ = !std::equal(at + i * rank, at + (i + 1) * rank, at);
-    if (entry.unit_last_dim) {
-      if (last != 1)
-        bad("has entry '", name, "' with unit_last_dim set, but its data's last dim is ", last,
-            ", not 1");
-      bool last_dims_differ = false;
-      for (index_t i = 1; rank >= 1 && i < count; ++i)
-        last_dims_differ = last_dims_differ || at[i * rank + rank - 1] != at[rank - 1];
-      if (!last_dims_differ)
-        bad("has entry '", name, "' with unit_last_dim set, but its tensors' last dims are all ",
-            rank >= 1 ? at[rank - 1] : index_t(1));
-    }
-    if (!differ)
-      bad("has ragged entry '", name, "' whose tensors all have shape ", tensor_shape(0));
-    for (index_t i = 0; i < count; ++i)
-      check_batch(i, tensor_shape(i), name);
+/// The stored RaggedTensorDict that `structure` describes, its tensors taken from `file`:
+/// the JSON's form is checked here, what it says by RaggedTensorDict::from_stored.
+inline Stored stored_of(const nlohmann::json& structure, const std::string& prefix,
+                        RaggedLayout layout, const TensorFile& file, const char* fn, int depth) {
+  auto bad = [&](const auto&... why) { bad_structure(fn, prefix, why...); };
+  if (depth > max_dict_depth) bad("nests deeper than 64");
+  if (!structure.is_object() || !structure.contains("batch_size") ||
+      !structure["batch_size"].is_array() || structure["batch_size"].empty() ||
+      !structure.contains("element_batch_sizes") || !structure["element_batch_sizes"].is_array() ||
+      !structure.contains("items") || !structure["items"].is_array())
+    bad("lacks batch_size, element_batch_sizes or items");
+  Stored out;
+  auto size_in = [&](const nlohmann::json& size) {
+    const std::optional<index_t> value = index_in(size);
+    if (!value) bad("has a bad batch size");
+    return *value;
+  };
+  for (const auto& size : structure["batch_size"])
+    out.batch_size.push_back(size_in(size));
+  for (const auto& sizes : structure["element_batch_sizes"]) {
+    if (!sizes.is_array()) bad("has an element batch size that is not a list");
+    Shape shape;
+    for (const auto& size : sizes)
+      shape.push_back(size_in(size));
+    out.element_batch_sizes.push_back(std::move(shape));
   }
-};
+  for (const auto& description : structure["items"]) {
+    if (!description.is_object() || !description.contains("key") || !description["key"].is_string())
+      bad("has an item without a key");
+    Stored::Item item;
+    item.key = description["key"].get<std::string>();
+    const std::string name = prefix + item.key;
+    if (description.contains("dict")) {
+      item.dict = std::make_shared<const Stored>(
+          stored_of(description["dict"], name + ".", layout, file, fn, depth + 1));
+      out.items.push_back(std::move(item));
+      continue;
+    }
+    if (!description.contains("ragged") || !description["ragged"].is_boolean() ||
+        !description.contains("unit_last_dim") || !description["unit_last_dim"].is_boolean())
+      bad("has an entry without its ragged and unit_last_dim flags");
+    RaggedTensorDict::StoredEntry entry;
+    entry.ragged = description["ragged"].get<bool>();
+    entry.unit_last_dim = description["unit_last_dim"].get<bool>();
+    entry.data = stored(file, name, fn);
+    if (entry.ragged) {
+      entry.shape_per_tensor = stored_as<index_t>(file, name + ".shape_per_tensor", fn);
+      if (layout == RaggedLayout::packed)
+        entry.first_idx = stored_as<index_t>(file, name + ".first_idx", fn);
+    }
+    item.tensor = std::move(entry);
+    out.items.push_back(std::move(item));
+  }
+  return out;
+}
 
 }  // namespace detail
 
@@ -464,7 +366,7 @@ inline void put(TensorFile& file, const RaggedTensorDict& ragged) {
     tbatch::detail::fail<ValueError>(fn,
                                      "the file holds a RaggedTensorDict already (one per file)");
   TensorFile staged = file;  // all or nothing
-  nlohmann::json structure = detail::RaggedAccess::structure_of(ragged, "", staged, fn);
+  nlohmann::json structure = detail::structure_of(ragged.stored(), ragged.layout(), "", staged, fn);
   structure["layout"] = ragged.layout() == RaggedLayout::packed ? "packed" : "padded";
   staged.metadata.insert_or_assign(detail::ragged_structure_key, structure.dump());
   file = std::move(staged);
@@ -482,7 +384,11 @@ inline RaggedTensorDict get_ragged_tensordict(const TensorFile& file) {
                                       "' is not a RaggedTensorDict structure");
   const RaggedLayout layout =
       structure["layout"] == "packed" ? RaggedLayout::packed : RaggedLayout::padded;
-  return detail::RaggedAccess::ragged_of(structure, "", layout, file, fn, 0, nullptr);
+  return RaggedTensorDict::from_stored(detail::stored_of(structure, "", layout, file, fn, 0),
+                                       layout,
+                                       [fn](const std::string& prefix, const std::string& why) {
+                                         detail::bad_structure(fn, prefix, why);
+                                       });
 }
 
 }  // namespace tbatch::io

@@ -8,9 +8,9 @@
 #include <array>
 #include <vector>
 
+#include "tbatch/base/dtype.hpp"
 #include "tbatch/batch/conversions.hpp"
 #include "tbatch/batch/pad_sequence.hpp"
-#include "tbatch/base/dtype.hpp"
 #include "tbatch/ops/pad.hpp"
 #include "tbatch/ops/space_to_batch.hpp"
 
@@ -24,7 +24,7 @@
   TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> detail::packed_into_from_list<Item, T>( \
       const std::vector<Item>&, Tensor<T>);
 
-#define TBATCH_DETAIL_INSTANTIATE(T, tag, text)                                                    \
+#define TBATCH_DETAIL_INSTANTIATE(T, ...)                                                          \
   TBATCH_DETAIL_INSTANTIATE_LISTS(T, Tensor<T>)                                                    \
   TBATCH_DETAIL_INSTANTIATE_LISTS(T, StridedView<const T>)                                         \
   TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> detail::padded_sequence<T>(                  \

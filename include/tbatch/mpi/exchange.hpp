@@ -1,0 +1,188 @@
+#pragma once
+// The all-to-all exchange of a packed batch's elements, each to the rank a destination list
+// names: the counts first, then the shape rows, then the data rows, from send buffers that hold
+// each destination's elements contiguously (the batch itself when it already does).
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "tbatch/base/config.hpp"
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/mpi/agreement.hpp"
+#include "tbatch/mpi/balance.hpp"
+#include "tbatch/mpi/datatype.hpp"
+#include "tbatch/mpi/transfer.hpp"
+#include "tbatch/tensor/tensor.hpp"
+
+namespace tbatch::mpi::detail {
+
+/// Elements and rows this rank receives from each rank: one MPI_Alltoall of the (elements,
+/// rows) pairs each rank sends to each.
+struct Receipts {
+  std::vector<index_t> elements, rows;
+};
+
+inline Receipts exchange_counts(MPI_Comm comm, const SendPlan& plan, int size,
+                                const char* function) {
+  std::vector<index_t> send(2 * std::size_t(size)), receive(2 * std::size_t(size));
+  for (std::size_t r = 0; r < std::size_t(size); ++r) {
+    send[2 * r] = plan.elements[r];
+    send[2 * r + 1] = plan.rows[r];
+  }
+  check_mpi(MPI_Alltoall(send.data(), 2, MPI_INT64_T, receive.data(), 2, MPI_INT64_T, comm),
+            function, "MPI_Alltoall");
+  Receipts in{std::vector<index_t>(std::size_t(size)), std::vector<index_t>(std::size_t(size))};
+  for (std::size_t r = 0; r < std::size_t(size); ++r) {
+    in.elements[r] = receive[2 * r];
+    in.rows[r] = receive[2 * r + 1];
+  }
+  return in;
+}
+
+/// The shape rows, grouped by destination (reordered when the plan is not in order), into
+/// `shapes`; nothing is sent for rank-1 elements (no shape columns), the same on every rank.
+inline void exchange_shapes(MPI_Comm comm, const Tensor<index_t>& local_shapes,
+                            const SendPlan& plan, const Displacements& send,
+                            const Displacements& receive, Tensor<index_t>& shapes, index_t columns,
+                            const char* function) {
+  if (columns == 0) return;
+  Tensor<index_t> grouped = local_shapes;
+  if (!plan.in_order) {
+    grouped = Tensor<index_t>::empty(Shape{local_shapes.size(0), columns});
+    for (std::size_t i = 0; i < plan.element_at.size(); ++i)
+      copy(local_shapes.narrow(0, index_t(i), 1).view(),
+           grouped.narrow(0, plan.element_at[i], 1).view());
+  }
+  const Datatype row = contiguous(columns, datatype_of<index_t>().get(), function, "row width");
+  const Tensor<index_t> dense = grouped.contiguous();
+  check_mpi(
+      MPI_Alltoallv(dense.data(), send.counts.data(), send.displs.data(), row.get(), shapes.data(),
+                    receive.counts.data(), receive.displs.data(), row.get(), comm),
+      function, "MPI_Alltoallv");
+}
+
+/// True on every rank when every rank can send its rows straight from the batch:
+/// MPI_Alltoallw takes byte displacements as int, so neither the batch's row offsets nor the
+/// received bytes may exceed INT_MAX anywhere.
+inline bool direct_everywhere(MPI_Comm comm, index_t local_rows, index_t received_rows,
+                              index_t row_bytes, const char* function) {
+  const bool direct =
+      local_rows <= INT_MAX && received_rows <= INT_MAX / std::max<index_t>(row_bytes, 1);
+  int everywhere = direct ? 1 : 0;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &everywhere, 1, MPI_INT, MPI_MIN, comm), function,
+            "MPI_Allreduce");
+  return everywhere != 0;
+}
+
+/// Each destination's rows straight from the batch (`rows`, contiguous; offsets `first_idx`):
+/// one indexed type per destination, consecutive elements merged, no packing copy.
+template <class T>
+void send_rows_direct(MPI_Comm comm, const Tensor<T>& rows, const index_t* first_idx,
+                      const std::vector<int>& destination, const Receipts& in,
+                      const Displacements& receive, const Datatype& row, index_t row_bytes,
+                      Tensor<T>& data, const char* function) {
+  const auto size = in.rows.size();
+  const RowRuns runs = destination_runs(first_idx, destination, int(size));
+  std::vector<Datatype> owned;
+  owned.reserve(size);
+  std::vector<MPI_Datatype> send_types(size, row.get()), receive_types(size, row.get());
+  std::vector<int> send_w(size, 0), send_at(size, 0), receive_w(size, 0), receive_at(size, 0);
+  for (std::size_t k = 0; k < size; ++k) {
+    if (!runs.starts[k].empty()) {
+      MPI_Datatype type = MPI_DATATYPE_NULL;
+      check_mpi(MPI_Type_indexed(int(runs.starts[k].size()), runs.lengths[k].data(),
+                                 runs.starts[k].data(), row.get(), &type),
+                function, "MPI_Type_indexed");
+      owned.push_back(commit_owned(type, function));
+      send_types[k] = owned.back().get();
+      send_w[k] = 1;
+    }
+    receive_w[k] = int(in.rows[k]);
+    receive_at[k] = int(receive.displs[k] * row_bytes);
+  }
+  check_mpi(
+      MPI_Alltoallw(rows.data(), send_w.data(), send_at.data(), send_types.data(), data.data(),
+                    receive_w.data(), receive_at.data(), receive_types.data(), comm),
+      function, "MPI_Alltoallw");
+}
+
+/// The rows packed by destination (unless already in order), then one MPI_Alltoallv with row
+/// displacements.
+template <class T>
+void send_rows_packed(MPI_Comm comm, const Tensor<T>& rows, const index_t* first_idx,
+                      const SendPlan& plan, const Displacements& send, const Displacements& receive,
+                      const Datatype& row, Tensor<T>& data, const char* function) {
+  Tensor<T> grouped = rows;
+  if (!plan.in_order) {
+    grouped = Tensor<T>::empty(Shape{rows.size(0), rows.size(1)});
+    for (std::size_t i = 0; i < plan.row_at.size(); ++i) {
+      const index_t n = first_idx[i + 1] - first_idx[i];
+      copy(rows.narrow(0, first_idx[i], n).view(), grouped.narrow(0, plan.row_at[i], n).view());
+    }
+  }
+  check_mpi(
+      MPI_Alltoallv(grouped.data(), send.counts.data(), send.displs.data(), row.get(), data.data(),
+                    receive.counts.data(), receive.displs.data(), row.get(), comm),
+      function, "MPI_Alltoallv");
+}
+
+/// Sends element i of `local` to rank destination[i] (checked) and returns what this rank
+/// receives, in (source rank, source position) order: one MPI_Alltoall of the counts, then the
+/// shape rows and the data rows (direct from the batch when the offsets fit MPI's ints).
+template <class T>
+PackedBatch<T> exchange(MPI_Comm comm, const Agreement& a, const PackedBatch<T>& local,
+                        const std::vector<int>& destination, const char* function) {
+  const index_t columns = a.element_rank - 1;
+  const Tensor<index_t> first_idx = local.first_idx().contiguous();
+  const index_t* first = first_idx.data();
+  const SendPlan plan =
+      plan_sends(rows_per_element(first, local.batch_size()), destination, a.size);
+  const Receipts in = exchange_counts(comm, plan, a.size, function);
+  const Displacements send_by_element =
+      displacements(plan.elements, columns > 0, function, "elements");
+  const Displacements send_by_row = displacements(plan.rows, a.last_dim > 0, function, "rows");
+  const Displacements receive_by_element =
+      displacements(in.elements, columns > 0, function, "elements");
+  const Displacements receive_by_row = displacements(in.rows, a.last_dim > 0, function, "rows");
+  if (columns > 0) int_count(columns, function, "the element rank - 1");
+  if (a.last_dim > 0) int_count(a.last_dim, function, "the last dim");
+  Tensor<index_t> shapes = Tensor<index_t>::empty(Shape{receive_by_element.total, columns});
+  Tensor<T> data = Tensor<T>::empty(Shape{receive_by_row.total, a.last_dim});
+  exchange_shapes(comm, local.shape_per_tensor(), plan, send_by_element, receive_by_element, shapes,
+                  columns, function);
+  if (a.last_dim == 0) return assemble(std::move(data), shapes, function);
+
+  const Datatype row = contiguous(a.last_dim, datatype_of<T>().get(), function, "row width");
+  const Tensor<T> rows = local.data().contiguous();
+  const index_t row_bytes = a.last_dim * index_t(sizeof(T));
+  if (direct_everywhere(comm, rows.size(0), receive_by_row.total, row_bytes, function))
+    send_rows_direct(comm, rows, first, destination, in, receive_by_row, row, row_bytes, data,
+                     function);
+  else
+    send_rows_packed(comm, rows, first, plan, send_by_row, receive_by_row, row, data, function);
+  return assemble(std::move(data), shapes, function);
+}
+
+/// Every rank's per-element row counts, in global order (rank 0's elements first).
+template <class T>
+std::vector<index_t> global_rows(MPI_Comm comm, const Agreement& a, const PackedBatch<T>& local,
+                                 const char* function) {
+  const Displacements by_element =
+      displacements(per_rank(a, &Descriptor::batch), true, function, "elements");
+  std::vector<index_t> rows(std::size_t(by_element.total));
+  const Tensor<index_t> first_idx = local.first_idx().contiguous();
+  const std::vector<index_t> mine = rows_per_element(first_idx.data(), local.batch_size());
+  std::copy(mine.begin(), mine.end(), rows.begin() + by_element.displs[std::size_t(a.me)]);
+  if (by_element.total > 0)
+    check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rows.data(),
+                             by_element.counts.data(), by_element.displs.data(), MPI_INT64_T, comm),
+              function, "MPI_Allgatherv");
+  return rows;
+}
+
+}  // namespace tbatch::mpi::detail
