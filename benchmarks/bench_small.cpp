@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <tbatch/tbatch.hpp>
@@ -30,6 +31,7 @@ struct Workload {
   PackedBatch<float> packed;
   index_t valid_bytes = 0;
   index_t padded_bytes = 0;
+  index_t slot = 0;  // floats per element slot of the padded data
 
   explicit Workload(index_t batch)
       : padded(Tensor<float>(Shape{0, 0, kLastDim}), Tensor<index_t>(Shape{0, 1})),
@@ -44,6 +46,7 @@ struct Workload {
     packed = list_to_packed(list);
     valid_bytes = packed.data().numel() * index_t(sizeof(float));
     padded_bytes = padded.data().numel() * index_t(sizeof(float));
+    slot = padded.data().numel() / batch;
   }
 };
 
@@ -91,25 +94,35 @@ void run(benchmark::State& state, index_t moved_bytes, Fn&& fn) {
   state.counters["of_memcpy"] = memcpy_seconds(moved_bytes) / per_call;
 }
 
+// Runs `first` and `second` alternately, so both see the same load; returns the seconds each took
+// over all iterations. The benchmark's own time is the first's.
+template <class First, class Second>
+std::pair<double, double> alternate(benchmark::State& state, First&& first, Second&& second) {
+  double first_seconds = 0, second_seconds = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    first();
+    auto end = std::chrono::steady_clock::now();
+    first_seconds += std::chrono::duration<double>(end - start).count();
+    state.PauseTiming();
+    start = std::chrono::steady_clock::now();
+    second();
+    end = std::chrono::steady_clock::now();
+    second_seconds += std::chrono::duration<double>(end - start).count();
+    state.ResumeTiming();
+  }
+  return {first_seconds, second_seconds};
+}
+
 // A batch kernel against the dense kernel: `dense_call` returns a tensor; both are compared in
-// output bytes per second. The two calls alternate, so both see the same load.
+// output bytes per second.
 template <class BatchCall, class DenseCall>
 void run_against_dense(benchmark::State& state, BatchCall&& batch_call, DenseCall&& dense_call) {
   const index_t batch_bytes = index_t(sizeof(float)) * batch_call().data().numel();
   const index_t dense_bytes = index_t(sizeof(float)) * dense_call().numel();
-  double batch_seconds = 0, dense_seconds = 0;
-  for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(batch_call());
-    auto end = std::chrono::steady_clock::now();
-    batch_seconds += std::chrono::duration<double>(end - start).count();
-    state.PauseTiming();
-    start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(dense_call());
-    end = std::chrono::steady_clock::now();
-    dense_seconds += std::chrono::duration<double>(end - start).count();
-    state.ResumeTiming();
-  }
+  const auto [batch_seconds, dense_seconds] = alternate(
+      state, [&] { benchmark::DoNotOptimize(batch_call()); },
+      [&] { benchmark::DoNotOptimize(dense_call()); });
   const double iterations = double(state.iterations());
   state.counters["ns_per_element"] = batch_seconds / iterations * 1e9 / double(state.range(0));
   state.counters["of_dense"] =
@@ -148,11 +161,10 @@ void BM_small_packed_to_padded(benchmark::State& state) {
 // data (no metadata) into `at`: how far from memcpy the access pattern itself is, whatever library
 // does it.
 void loop_list_to_padded(const Workload& w, float* at) {
-  const index_t slot = w.padded.data().numel() / index_t(w.list.size());
   for (const Tensor<float>& t : w.list) {
     std::memcpy(at, t.data(), std::size_t(t.numel()) * sizeof(float));
-    std::fill(at + t.numel(), at + slot, 0.f);
-    at += slot;
+    std::fill(at + t.numel(), at + w.slot, 0.f);
+    at += w.slot;
   }
 }
 void loop_list_to_packed(const Workload& w, float* at) {
@@ -162,24 +174,20 @@ void loop_list_to_packed(const Workload& w, float* at) {
   }
 }
 void loop_padded_to_packed(const Workload& w, float* at) {
-  const index_t batch = w.padded.batch_size();
-  const index_t slot = w.padded.data().numel() / batch;
   const index_t* rows = w.padded.shape_per_tensor().data();
   const float* in = w.padded.data().data();
-  for (index_t i = 0; i < batch; ++i, in += slot) {
+  for (index_t i = 0, batch = w.padded.batch_size(); i < batch; ++i, in += w.slot) {
     std::memcpy(at, in, std::size_t(rows[i] * kLastDim) * sizeof(float));
     at += rows[i] * kLastDim;
   }
 }
 void loop_packed_to_padded(const Workload& w, float* at) {
-  const index_t batch = w.padded.batch_size();
-  const index_t slot = w.padded.data().numel() / batch;
   const index_t* first = w.packed.first_idx().data();
   const float* in = w.packed.data().data();
-  for (index_t i = 0; i < batch; ++i, at += slot) {
+  for (index_t i = 0, batch = w.packed.batch_size(); i < batch; ++i, at += w.slot) {
     const index_t n = (first[i + 1] - first[i]) * kLastDim;
     std::memcpy(at, in + first[i] * kLastDim, std::size_t(n) * sizeof(float));
-    std::fill(at + n, at + slot, 0.f);
+    std::fill(at + n, at + w.slot, 0.f);
   }
 }
 
@@ -221,21 +229,13 @@ void BM_small_loop_packed_to_padded(benchmark::State& state) {
 template <class Call, class Loop>
 void run_against_loop(benchmark::State& state, index_t out_floats, Call&& call, Loop&& loop) {
   std::vector<float> out(static_cast<std::size_t>(out_floats), 1.f);
-  double call_seconds = 0, loop_seconds = 0;
-  for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(call());
-    auto end = std::chrono::steady_clock::now();
-    call_seconds += std::chrono::duration<double>(end - start).count();
-    state.PauseTiming();
-    start = std::chrono::steady_clock::now();
-    loop(out.data());
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-    end = std::chrono::steady_clock::now();
-    loop_seconds += std::chrono::duration<double>(end - start).count();
-    state.ResumeTiming();
-  }
+  const auto [call_seconds, loop_seconds] = alternate(
+      state, [&] { benchmark::DoNotOptimize(call()); },
+      [&] {
+        loop(out.data());
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+      });
   const double per_element = 1e9 / double(state.iterations()) / double(state.range(0));
   state.counters["ns_per_element"] = call_seconds * per_element;
   state.counters["loop_ns_per_element"] = loop_seconds * per_element;
