@@ -3,7 +3,9 @@
 // B); for the conversions of_memcpy (one memcpy of the bytes the conversion writes, into a touched
 // buffer, over the call's time: 1 = as fast as memcpy); for the batch kernels of_dense (the
 // same kernel on one dense tensor, in output bytes per second, over the batch call's: 1 = as
-// fast as the dense kernel on the same bytes).
+// fast as the dense kernel on the same bytes). The *_vs_loop rows run a conversion and the hand
+// loop over the same memory (one memcpy per element plus the padding fill, into a reused buffer)
+// alternately: of_loop is the loop's time over the call's (1 = as fast as the hand loop).
 
 #include <benchmark/benchmark.h>
 
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <tbatch/tbatch.hpp>
@@ -28,6 +31,7 @@ struct Workload {
   PackedBatch<float> packed;
   index_t valid_bytes = 0;
   index_t padded_bytes = 0;
+  index_t slot = 0;  // floats per element slot of the padded data
 
   explicit Workload(index_t batch)
       : padded(Tensor<float>(Shape{0, 0, kLastDim}), Tensor<index_t>(Shape{0, 1})),
@@ -42,6 +46,7 @@ struct Workload {
     packed = list_to_packed(list);
     valid_bytes = packed.data().numel() * index_t(sizeof(float));
     padded_bytes = padded.data().numel() * index_t(sizeof(float));
+    slot = padded.data().numel() / batch;
   }
 };
 
@@ -89,25 +94,35 @@ void run(benchmark::State& state, index_t moved_bytes, Fn&& fn) {
   state.counters["of_memcpy"] = memcpy_seconds(moved_bytes) / per_call;
 }
 
+// Runs `first` and `second` alternately, so both see the same load; returns the seconds each took
+// over all iterations. The benchmark's own time is the first's.
+template <class First, class Second>
+std::pair<double, double> alternate(benchmark::State& state, First&& first, Second&& second) {
+  double first_seconds = 0, second_seconds = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    first();
+    auto end = std::chrono::steady_clock::now();
+    first_seconds += std::chrono::duration<double>(end - start).count();
+    state.PauseTiming();
+    start = std::chrono::steady_clock::now();
+    second();
+    end = std::chrono::steady_clock::now();
+    second_seconds += std::chrono::duration<double>(end - start).count();
+    state.ResumeTiming();
+  }
+  return {first_seconds, second_seconds};
+}
+
 // A batch kernel against the dense kernel: `dense_call` returns a tensor; both are compared in
-// output bytes per second. The two calls alternate, so both see the same load.
+// output bytes per second.
 template <class BatchCall, class DenseCall>
 void run_against_dense(benchmark::State& state, BatchCall&& batch_call, DenseCall&& dense_call) {
   const index_t batch_bytes = index_t(sizeof(float)) * batch_call().data().numel();
   const index_t dense_bytes = index_t(sizeof(float)) * dense_call().numel();
-  double batch_seconds = 0, dense_seconds = 0;
-  for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(batch_call());
-    auto end = std::chrono::steady_clock::now();
-    batch_seconds += std::chrono::duration<double>(end - start).count();
-    state.PauseTiming();
-    start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(dense_call());
-    end = std::chrono::steady_clock::now();
-    dense_seconds += std::chrono::duration<double>(end - start).count();
-    state.ResumeTiming();
-  }
+  const auto [batch_seconds, dense_seconds] = alternate(
+      state, [&] { benchmark::DoNotOptimize(batch_call()); },
+      [&] { benchmark::DoNotOptimize(dense_call()); });
   const double iterations = double(state.iterations());
   state.counters["ns_per_element"] = batch_seconds / iterations * 1e9 / double(state.range(0));
   state.counters["of_dense"] =
@@ -142,65 +157,114 @@ void BM_small_packed_to_padded(benchmark::State& state) {
 }
 
 // The same conversions as the plain loops a user would write by hand for this case (rank-2
-// contiguous elements: one memcpy per element, one fill of its slot's rest), into a Tensor as
-// tbatch allocates it, and computing only the data (no metadata): how far from memcpy the access
-// pattern itself is, whatever library does it.
-void BM_small_loop_list_to_padded(benchmark::State& state) {
-  const Workload& w = workload(state.range(0));
-  const index_t slot = w.padded.data().numel() / state.range(0);
-  run(state, w.padded_bytes, [&] {
-    Tensor<float> out = Tensor<float>::empty(w.padded.data().shape());
-    float* at = out.data();
-    for (const Tensor<float>& t : w.list) {
-      std::memcpy(at, t.data(), std::size_t(t.numel()) * sizeof(float));
-      std::fill(at + t.numel(), at + slot, 0.f);
-      at += slot;
-    }
+// contiguous elements: one memcpy per element, one fill of its slot's rest), computing only the
+// data (no metadata) into `at`: how far from memcpy the access pattern itself is, whatever library
+// does it.
+void loop_list_to_padded(const Workload& w, float* at) {
+  for (const Tensor<float>& t : w.list) {
+    std::memcpy(at, t.data(), std::size_t(t.numel()) * sizeof(float));
+    std::fill(at + t.numel(), at + w.slot, 0.f);
+    at += w.slot;
+  }
+}
+void loop_list_to_packed(const Workload& w, float* at) {
+  for (const Tensor<float>& t : w.list) {
+    std::memcpy(at, t.data(), std::size_t(t.numel()) * sizeof(float));
+    at += t.numel();
+  }
+}
+void loop_padded_to_packed(const Workload& w, float* at) {
+  const index_t* rows = w.padded.shape_per_tensor().data();
+  const float* in = w.padded.data().data();
+  for (index_t i = 0, batch = w.padded.batch_size(); i < batch; ++i, in += w.slot) {
+    std::memcpy(at, in, std::size_t(rows[i] * kLastDim) * sizeof(float));
+    at += rows[i] * kLastDim;
+  }
+}
+void loop_packed_to_padded(const Workload& w, float* at) {
+  const index_t* first = w.packed.first_idx().data();
+  const float* in = w.packed.data().data();
+  for (index_t i = 0, batch = w.packed.batch_size(); i < batch; ++i, at += w.slot) {
+    const index_t n = (first[i + 1] - first[i]) * kLastDim;
+    std::memcpy(at, in + first[i] * kLastDim, std::size_t(n) * sizeof(float));
+    std::fill(at + n, at + w.slot, 0.f);
+  }
+}
+
+// The hand loops into a Tensor as tbatch allocates it (one allocation per call, as the call has).
+template <class Loop>
+void run_loop(benchmark::State& state, index_t moved_bytes, const Shape& out_shape, Loop&& loop) {
+  run(state, moved_bytes, [&] {
+    Tensor<float> out = Tensor<float>::empty(out_shape);
+    loop(out.data());
     return out;
   });
+}
+
+void BM_small_loop_list_to_padded(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  run_loop(state, w.padded_bytes, w.padded.data().shape(),
+           [&](float* out) { loop_list_to_padded(w, out); });
 }
 void BM_small_loop_list_to_packed(benchmark::State& state) {
   const Workload& w = workload(state.range(0));
-  run(state, w.valid_bytes, [&] {
-    Tensor<float> out = Tensor<float>::empty(w.packed.data().shape());
-    float* at = out.data();
-    for (const Tensor<float>& t : w.list) {
-      std::memcpy(at, t.data(), std::size_t(t.numel()) * sizeof(float));
-      at += t.numel();
-    }
-    return out;
-  });
+  run_loop(state, w.valid_bytes, w.packed.data().shape(),
+           [&](float* out) { loop_list_to_packed(w, out); });
 }
 void BM_small_loop_padded_to_packed(benchmark::State& state) {
   const Workload& w = workload(state.range(0));
-  const index_t slot = w.padded.data().numel() / state.range(0);
-  const index_t* rows = w.padded.shape_per_tensor().data();
-  run(state, w.valid_bytes, [&] {
-    Tensor<float> out = Tensor<float>::empty(w.packed.data().shape());
-    float* at = out.data();
-    const float* in = w.padded.data().data();
-    for (index_t i = 0; i < state.range(0); ++i, in += slot) {
-      std::memcpy(at, in, std::size_t(rows[i] * kLastDim) * sizeof(float));
-      at += rows[i] * kLastDim;
-    }
-    return out;
-  });
+  run_loop(state, w.valid_bytes, w.packed.data().shape(),
+           [&](float* out) { loop_padded_to_packed(w, out); });
 }
 void BM_small_loop_packed_to_padded(benchmark::State& state) {
   const Workload& w = workload(state.range(0));
-  const index_t slot = w.padded.data().numel() / state.range(0);
-  const index_t* first = w.packed.first_idx().data();
-  run(state, w.padded_bytes, [&] {
-    Tensor<float> out = Tensor<float>::empty(w.padded.data().shape());
-    float* at = out.data();
-    const float* in = w.packed.data().data();
-    for (index_t i = 0; i < state.range(0); ++i, at += slot) {
-      const index_t n = (first[i + 1] - first[i]) * kLastDim;
-      std::memcpy(at, in + first[i] * kLastDim, std::size_t(n) * sizeof(float));
-      std::fill(at + n, at + slot, 0.f);
-    }
-    return out;
-  });
+  run_loop(state, w.padded_bytes, w.padded.data().shape(),
+           [&](float* out) { loop_packed_to_padded(w, out); });
+}
+
+// The tbatch call against its hand loop into one reused (already touched) buffer of
+// `out_floats`, the two alternating in one run so both see the same load and cache state.
+// Counters: ns_per_element (the call), loop_ns_per_element, and of_loop (the loop's time over
+// the call's: 1 = as fast as the hand loop, 0.5 = twice its time).
+template <class Call, class Loop>
+void run_against_loop(benchmark::State& state, index_t out_floats, Call&& call, Loop&& loop) {
+  std::vector<float> out(static_cast<std::size_t>(out_floats), 1.f);
+  const auto [call_seconds, loop_seconds] = alternate(
+      state, [&] { benchmark::DoNotOptimize(call()); },
+      [&] {
+        loop(out.data());
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+      });
+  const double per_element = 1e9 / double(state.iterations()) / double(state.range(0));
+  state.counters["ns_per_element"] = call_seconds * per_element;
+  state.counters["loop_ns_per_element"] = loop_seconds * per_element;
+  state.counters["of_loop"] = loop_seconds / call_seconds;
+}
+
+void BM_small_list_to_padded_vs_loop(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  run_against_loop(
+      state, w.padded.data().numel(), [&] { return list_to_padded(w.list, 0.f); },
+      [&](float* out) { loop_list_to_padded(w, out); });
+}
+void BM_small_list_to_packed_vs_loop(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  run_against_loop(
+      state, w.packed.data().numel(), [&] { return list_to_packed(w.list); },
+      [&](float* out) { loop_list_to_packed(w, out); });
+}
+void BM_small_padded_to_packed_vs_loop(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  run_against_loop(
+      state, w.packed.data().numel(), [&] { return to_packed(w.padded); },
+      [&](float* out) { loop_padded_to_packed(w, out); });
+}
+void BM_small_packed_to_padded_vs_loop(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  run_against_loop(
+      state, w.padded.data().numel(), [&] { return to_padded(w.packed, 0.f); },
+      [&](float* out) { loop_packed_to_padded(w, out); });
 }
 
 // pad each element by one row before and after: {0, 0, 1, 1}.
@@ -285,6 +349,10 @@ BENCHMARK(BM_small_loop_list_to_padded)->RangeMultiplier(10)->Range(1000, 100000
 BENCHMARK(BM_small_loop_list_to_packed)->RangeMultiplier(10)->Range(1000, 100000);
 BENCHMARK(BM_small_loop_padded_to_packed)->RangeMultiplier(10)->Range(1000, 100000);
 BENCHMARK(BM_small_loop_packed_to_padded)->RangeMultiplier(10)->Range(1000, 100000);
+BENCHMARK(BM_small_list_to_padded_vs_loop)->RangeMultiplier(10)->Range(1000, 100000);
+BENCHMARK(BM_small_list_to_packed_vs_loop)->RangeMultiplier(10)->Range(1000, 100000);
+BENCHMARK(BM_small_padded_to_packed_vs_loop)->RangeMultiplier(10)->Range(1000, 100000);
+BENCHMARK(BM_small_packed_to_padded_vs_loop)->RangeMultiplier(10)->Range(1000, 100000);
 BENCHMARK(BM_small_pad_packed)->Arg(10000);
 BENCHMARK(BM_small_pad_padded)->Arg(10000);
 BENCHMARK(BM_small_scatter_packed)->Arg(10000);

@@ -52,8 +52,8 @@
 #include <utility>
 #include <vector>
 
-#include <tbatch/tensor/eigen_tensor.hpp>
 #include <tbatch/tbatch.hpp>
+#include <tbatch/tensor/eigen_tensor.hpp>
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #include "../workloads.hpp"
