@@ -157,33 +157,12 @@ class TensorDict {
 
   /// A new batch size every entry is compatible with ({} always is). ShapeError naming the
   /// first entry that is not. Names of kept dims stay; new dims have none.
-  void set_batch_size(Shape batch_size) {
-    const char* fn = "TensorDict::set_batch_size";
-    checked_numel(batch_size, fn);
-    for (const auto& [key, value] : entries_) {
-      if (value.is_tensor() && !detail::starts_with(value.tensor().shape(), batch_size))
-        detail::fail<ShapeError>(fn, "the Tensor ", key, " has shape ", value.tensor().shape(),
-                                 " which is incompatible with the batch-size ", batch_size, ".");
-      if (value.is_dict() && !detail::starts_with(value.dict().batch_size_, batch_size))
-        detail::fail<ShapeError>(fn, "the TensorDict ", key, " has batch-size ",
-                                 value.dict().batch_size_,
-                                 " which is incompatible with the batch-size ", batch_size, ".");
-    }
-    names_.resize(batch_size.size());
-    batch_size_ = std::move(batch_size);
-    propagate_names(fn);
-  }
+  void set_batch_size(Shape batch_size);
 
   /// Sets the batch size to the longest leading dims all entries share (nested TensorDicts
   /// first get their own longest batch size), at most `batch_dims` dims. A TensorDict without
   /// entries keeps its batch size (cut to `batch_dims`).
-  TensorDict& auto_batch_size_(std::optional<index_t> batch_dims = std::nullopt) {
-    if (batch_dims && *batch_dims < 0)
-      detail::fail<ValueError>("TensorDict::auto_batch_size_", "batch_dims ", *batch_dims,
-                               " must be >= 0");
-    fit_batch_size(batch_dims);
-    return *this;
-  }
+  TensorDict& auto_batch_size_(std::optional<index_t> batch_dims = std::nullopt);
 
   // ---------------------------------------------------------------- entries
 
@@ -263,42 +242,12 @@ class TensorDict {
     return out;
   }
   /// Removes `key`; KeyError when missing or when its TensorDict is locked.
-  void erase(const NestedKey& key) {
-    const char* fn = "TensorDict::erase";
-    lookup_or_throw(key, fn);
-    TensorDict* holder = this;
-    for (std::size_t i = 0; i + 1 < key.size(); ++i)
-      holder = &holder->find(key[i])->dict();
-    if (holder->locked_)
-      detail::fail<KeyError>(fn, "cannot remove key ", key,
-                             " from a locked TensorDict; call unlock_() first");
-    holder->entries_.erase(
-        std::find_if(holder->entries_.begin(), holder->entries_.end(),
-                     [&](const Item& item) { return item.first == key.back(); }));
-  }
+  void erase(const NestedKey& key);
   /// A TensorDict with only `keys` (paths keep the nested TensorDicts on the way, with only the
   /// selected entries), in this TensorDict's key order. KeyError for a missing key if strict.
-  TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const {
-    const char* fn = "TensorDict::select";
-    std::vector<const std::vector<std::string>*> paths;
-    for (const NestedKey& key : keys) {
-      if (strict)
-        lookup_or_throw(key, fn);
-      else
-        check_key(key, fn);
-      paths.push_back(&key.parts());
-    }
-    return filtered(paths, 0, true);
-  }
+  TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const;
   /// A TensorDict without `keys` (missing keys are ignored).
-  TensorDict exclude(const std::vector<NestedKey>& keys) const {
-    std::vector<const std::vector<std::string>*> paths;
-    for (const NestedKey& key : keys) {
-      check_key(key, "TensorDict::exclude");
-      paths.push_back(&key.parts());
-    }
-    return filtered(paths, 0, false);
-  }
+  TensorDict exclude(const std::vector<NestedKey>& keys) const;
   /// Sets every entry of `other` (merging into nested TensorDicts present in both). All or
   /// nothing: on an error this TensorDict is unchanged.
   TensorDict& update(const TensorDict& other) {
@@ -436,51 +385,16 @@ class TensorDict {
   }
   /// Exactly one name (or std::nullopt) per batch dim (ValueError otherwise); names are unique.
   /// Nested TensorDicts take them for the shared dims.
-  void set_names(Names names) {
-    const char* fn = "TensorDict::set_names";
-    TensorDict staged = *this;
-    staged.names_ = checked_names(std::move(names), batch_dims(), fn, false);
-    staged.propagate_names(fn);
-    *this = std::move(staged);
-  }
-  void clear_names() {
-    names_.assign(batch_size_.size(), std::nullopt);
-    propagate_names("TensorDict::clear_names");
-  }
+  void set_names(Names names);
+  void clear_names();
   /// Names the unnamed dims: `names` has one entry per batch dim, or fewer and one Ellipsis that
   /// keeps the existing names of the dims it stands for. A named dim can only keep its name.
-  TensorDict refine_names(std::initializer_list<DimName> names) const {
-    const char* fn = "TensorDict::refine_names";
-    const Names wanted = expand_name_pattern(names, fn);
-    Names refined = names_;
-    for (std::size_t d = 0; d < refined.size(); ++d) {
-      if (!wanted[d]) continue;
-      if (refined[d] && *refined[d] != *wanted[d])
-        detail::fail<ValueError>(fn, "cannot refine batch dim ", d, " named '", *refined[d],
-                                 "' to '", *wanted[d], "'; only unnamed dims take a new name");
-      refined[d] = wanted[d];
-    }
-    return renamed(std::move(refined), fn);
-  }
+  TensorDict refine_names(std::initializer_list<DimName> names) const;
   /// New names for all batch dims (an Ellipsis keeps the names of the dims it stands for).
-  TensorDict rename(std::initializer_list<DimName> names) const {
-    const char* fn = "TensorDict::rename";
-    return renamed(expand_name_pattern(names, fn), fn);
-  }
+  TensorDict rename(std::initializer_list<DimName> names) const;
   /// Renames dims by their current name: {{"agent", "robot"}} (std::nullopt removes a name).
   TensorDict rename(
-      const std::vector<std::pair<std::string, std::optional<std::string>>>& mapping) const {
-    const char* fn = "TensorDict::rename";
-    Names out = names_;
-    for (const auto& [from, to] : mapping) {
-      const auto at = std::find(names_.begin(), names_.end(), std::optional<std::string>(from));
-      if (at == names_.end())
-        detail::fail<ValueError>(fn, "no batch dim is named '", from, "'; the names are ",
-                                 detail::NamesText{names_});
-      out[static_cast<std::size_t>(at - names_.begin())] = to;
-    }
-    return renamed(std::move(out), fn);
-  }
+      const std::vector<std::pair<std::string, std::optional<std::string>>>& mapping) const;
 
   // ---------------------------------------------------------------- dict-like exceptions
 
@@ -499,25 +413,9 @@ class TensorDict {
   explicit operator bool() const = delete;
 
   /// True when every element of every tensor is non-zero (true without tensors).
-  bool all() const {
-    bool result = true;
-    auto op = [&](const AnyTensor& t, const detail::KeyPath&) {
-      result = result && t.all_nonzero();
-    };
-    detail::KeyPath path;
-    for_each_leaf(op, path);
-    return result;
-  }
+  bool all() const;
   /// True when some element of some tensor is non-zero.
-  bool any() const {
-    bool result = false;
-    auto op = [&](const AnyTensor& t, const detail::KeyPath&) {
-      result = result || t.any_nonzero();
-    };
-    detail::KeyPath path;
-    for_each_leaf(op, path);
-    return result;
-  }
+  bool any() const;
 
   /// Element-wise comparison of every entry: a TensorDict of Tensor<bool> with the same keys.
   /// KeyError when the keys differ, TypeError / ShapeError when an entry's dtype or shape does.
@@ -530,22 +428,7 @@ class TensorDict {
     return compared(a, b, true, "TensorDict::operator!=", path);
   }
 
-  friend std::ostream& operator<<(std::ostream& out, const TensorDict& td) {
-    out << "TensorDict(fields={";
-    bool first = true;
-    for (const auto& [key, value] : td.entries_) {
-      out << (first ? "" : ", ") << key << ": ";
-      first = false;
-      if (value.is_tensor())
-        out << "Tensor(shape=" << value.tensor().shape() << ", dtype=" << value.tensor().dtype()
-            << ')';
-      else
-        out << value.dict();
-    }
-    out << "}, batch_size=" << td.batch_size_;
-    if (td.has_names()) out << ", names=" << detail::NamesText{td.names_};
-    return out << ')';
-  }
+  friend std::ostream& operator<<(std::ostream& out, const TensorDict& td);
 
  private:
   struct PendingWrite {

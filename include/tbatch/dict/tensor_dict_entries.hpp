@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <initializer_list>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -349,6 +350,146 @@ inline void TensorDict::fit_batch_size(std::optional<index_t> cap) {
   names_.resize(batch.size());
   batch_size_ = std::move(batch);
   propagate_names("TensorDict::auto_batch_size_");
+}
+
+// ---- members declared with the class
+
+inline void TensorDict::set_batch_size(Shape batch_size) {
+  const char* fn = "TensorDict::set_batch_size";
+  checked_numel(batch_size, fn);
+  for (const auto& [key, value] : entries_) {
+    if (value.is_tensor() && !detail::starts_with(value.tensor().shape(), batch_size))
+      detail::fail<ShapeError>(fn, "the Tensor ", key, " has shape ", value.tensor().shape(),
+                               " which is incompatible with the batch-size ", batch_size, ".");
+    if (value.is_dict() && !detail::starts_with(value.dict().batch_size_, batch_size))
+      detail::fail<ShapeError>(fn, "the TensorDict ", key, " has batch-size ",
+                               value.dict().batch_size_,
+                               " which is incompatible with the batch-size ", batch_size, ".");
+  }
+  names_.resize(batch_size.size());
+  batch_size_ = std::move(batch_size);
+  propagate_names(fn);
+}
+
+inline TensorDict& TensorDict::auto_batch_size_(std::optional<index_t> batch_dims) {
+  if (batch_dims && *batch_dims < 0)
+    detail::fail<ValueError>("TensorDict::auto_batch_size_", "batch_dims ", *batch_dims,
+                             " must be >= 0");
+  fit_batch_size(batch_dims);
+  return *this;
+}
+
+inline void TensorDict::erase(const NestedKey& key) {
+  const char* fn = "TensorDict::erase";
+  lookup_or_throw(key, fn);
+  TensorDict* holder = this;
+  for (std::size_t i = 0; i + 1 < key.size(); ++i)
+    holder = &holder->find(key[i])->dict();
+  if (holder->locked_)
+    detail::fail<KeyError>(fn, "cannot remove key ", key,
+                           " from a locked TensorDict; call unlock_() first");
+  holder->entries_.erase(std::find_if(holder->entries_.begin(), holder->entries_.end(),
+                                      [&](const Item& item) { return item.first == key.back(); }));
+}
+
+inline TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict) const {
+  const char* fn = "TensorDict::select";
+  std::vector<const std::vector<std::string>*> paths;
+  for (const NestedKey& key : keys) {
+    if (strict)
+      lookup_or_throw(key, fn);
+    else
+      check_key(key, fn);
+    paths.push_back(&key.parts());
+  }
+  return filtered(paths, 0, true);
+}
+
+inline TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const {
+  std::vector<const std::vector<std::string>*> paths;
+  for (const NestedKey& key : keys) {
+    check_key(key, "TensorDict::exclude");
+    paths.push_back(&key.parts());
+  }
+  return filtered(paths, 0, false);
+}
+
+inline std::ostream& operator<<(std::ostream& out, const TensorDict& td) {
+  out << "TensorDict(fields={";
+  bool first = true;
+  for (const auto& [key, value] : td.entries_) {
+    out << (first ? "" : ", ") << key << ": ";
+    first = false;
+    if (value.is_tensor())
+      out << "Tensor(shape=" << value.tensor().shape() << ", dtype=" << value.tensor().dtype()
+          << ')';
+    else
+      out << value.dict();
+  }
+  out << "}, batch_size=" << td.batch_size_;
+  if (td.has_names()) out << ", names=" << detail::NamesText{td.names_};
+  return out << ')';
+}
+
+// ---- names
+
+inline void TensorDict::set_names(Names names) {
+  const char* fn = "TensorDict::set_names";
+  TensorDict staged = *this;
+  staged.names_ = checked_names(std::move(names), batch_dims(), fn, false);
+  staged.propagate_names(fn);
+  *this = std::move(staged);
+}
+inline void TensorDict::clear_names() {
+  names_.assign(batch_size_.size(), std::nullopt);
+  propagate_names("TensorDict::clear_names");
+}
+inline TensorDict TensorDict::refine_names(std::initializer_list<DimName> names) const {
+  const char* fn = "TensorDict::refine_names";
+  const Names wanted = expand_name_pattern(names, fn);
+  Names refined = names_;
+  for (std::size_t d = 0; d < refined.size(); ++d) {
+    if (!wanted[d]) continue;
+    if (refined[d] && *refined[d] != *wanted[d])
+      detail::fail<ValueError>(fn, "cannot refine batch dim ", d, " named '", *refined[d], "' to '",
+                               *wanted[d], "'; only unnamed dims take a new name");
+    refined[d] = wanted[d];
+  }
+  return renamed(std::move(refined), fn);
+}
+inline TensorDict TensorDict::rename(std::initializer_list<DimName> names) const {
+  const char* fn = "TensorDict::rename";
+  return renamed(expand_name_pattern(names, fn), fn);
+}
+inline TensorDict TensorDict::rename(
+    const std::vector<std::pair<std::string, std::optional<std::string>>>& mapping) const {
+  const char* fn = "TensorDict::rename";
+  Names out = names_;
+  for (const auto& [from, to] : mapping) {
+    const auto at = std::find(names_.begin(), names_.end(), std::optional<std::string>(from));
+    if (at == names_.end())
+      detail::fail<ValueError>(fn, "no batch dim is named '", from, "'; the names are ",
+                               detail::NamesText{names_});
+    out[static_cast<std::size_t>(at - names_.begin())] = to;
+  }
+  return renamed(std::move(out), fn);
+}
+
+// ---- all() and any(), which reduce an element-wise comparison
+
+inline bool TensorDict::all() const {
+  bool result = true;
+  auto op = [&](const AnyTensor& t, const detail::KeyPath&) { result = result && t.all_nonzero(); };
+  detail::KeyPath path;
+  for_each_leaf(op, path);
+  return result;
+}
+inline bool TensorDict::any() const {
+  bool result = false;
+  auto op = [&](const AnyTensor& t, const detail::KeyPath&) { result = result || t.any_nonzero(); };
+  detail::KeyPath path;
+  for_each_leaf(op, path);
+  return result;
 }
 
 }  // namespace tbatch
