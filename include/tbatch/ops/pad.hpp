@@ -25,12 +25,12 @@
 #include <utility>
 #include <vector>
 
-#include "tbatch/batch/conversions.hpp"
-#include "tbatch/batch/layouts.hpp"
-#include "tbatch/batch/metadata.hpp"
 #include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/parallel.hpp"
+#include "tbatch/batch/conversions.hpp"
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/batch/metadata.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/constant_rows.hpp"
 #include "tbatch/view/engine.hpp"
@@ -640,16 +640,8 @@ B allocate_padded_batch(const B& batch, const Tensor<index_t>& sizes,
   if constexpr (std::is_same_v<B, PackedBatch<T>>) {
     const Shape last =
         padded_shape(Shape{batch.last_dim()}, {pads.back()}, PadMode::constant, "pad");
-    const index_t batch_size = sizes.size(0), columns = sizes.size(1);
-    Tensor<index_t> rows = Tensor<index_t>::empty(Shape{batch_size});
-    for (index_t i = 0; i < batch_size; ++i) {
-      index_t n = 1;
-      for (index_t d = 0; d < columns; ++d)
-        n = checked_mul(n, sizes.data()[i * columns + d], "pad");
-      rows.data()[i] = n;
-    }
-    const Tensor<index_t> first_idx = get_first_idx(rows);
-    Tensor<T> data = Tensor<T>::empty(Shape{first_idx.data()[batch_size], last[0]});
+    const Tensor<index_t> first_idx = packed_first_idx(sizes, "pad");
+    Tensor<T> data = Tensor<T>::empty(Shape{first_idx.data()[sizes.size(0)], last[0]});
     return PackedBatch<T>(std::move(data), sizes, first_idx);
   } else {
     // Exact: every slot is an element, so the mode's limits apply even to an empty batch;
@@ -739,8 +731,8 @@ void pad_batch_by_rows(const B& batch, B& out, const PaddedSizes& padded,
   std::vector<index_t> arena;
   const T* in = batch.data().data();
   T* written = out_data.data();
-  const auto in_place = element_placement(batch);
-  const auto out_place = element_placement(out);
+  const BatchGeometry in_place = geometry_of(batch);
+  const BatchGeometry out_place = geometry_of(out);
   for (index_t i = 0; i < batch.batch_size(); ++i) {
     Span& span = spans[static_cast<std::size_t>(padded.class_of[static_cast<std::size_t>(i)])];
     if (span.start < 0) {
@@ -795,11 +787,15 @@ B pad_batch(const B& batch, const std::vector<DimPad>& pads, PadMode mode,
     return out;
   }
   const Stores stores = stores_for_output(out.data());
+  Tensor<T> target_data = out.data();
+  const BatchGeometry geometry = geometry_of(out);
   for (index_t i = 0; i < batch.batch_size(); ++i) {
     const Tensor<T> source = batch.element(i);
     Tensor<T> target = out.element(i);
     pad_views<T>(source.view(), target.view(), pads, mode, value, stores);
-    if constexpr (padded_layout) fill_padding(out.data().select(0, i), out.shape_of(i), value);
+    geometry.for_each_padding(target_data.layout(), i, [&](const Layout& box) {
+      fill_view(target_data.view().with_layout(box), value, Stores::cached);
+    });
   }
   return out;
 }

@@ -25,10 +25,10 @@
 #include <utility>
 #include <vector>
 
-#include "tbatch/batch/layouts.hpp"
 #include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/dtype.hpp"
 #include "tbatch/base/errors.hpp"
+#include "tbatch/batch/layouts.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/layout.hpp"
@@ -867,19 +867,17 @@ void scatter_elements_into(const char* function, const B& batch,
     fail<ShapeError>(function, "updates has shape ", updates.shape(), " but ", n,
                      " updates of rows of size ", last_dim, " need [", n, ", ", last_dim, "]");
 
-  // Each element's place, sizes and strides come from the metadata (element_placement), so the
+  // Each element's place, sizes and strides come from the metadata (the batch geometry), so the
   // cost is per update, never per element. The offset of each update's target row is found
   // while its indices are checked, before anything is written, so later writes cannot change it
   // even when an index tensor shares memory with the data.
-  const Tensor<index_t> sizes = batch.shape_per_tensor();
-  const index_t* element_sizes = sizes.data();
   const Tensor<index_t> element_of = element_index.contiguous();
   const Tensor<index_t> local = (flat_local ? local_index.unsqueeze(1) : local_index).contiguous();
   const index_t* targets_in = element_of.data();
   const index_t* positions_in = local.data();
   Tensor<T> data = batch.data();
   const index_t data_offset = data.offset();
-  const auto placement = element_placement(batch);
+  const BatchGeometry geometry = geometry_of(batch);
   Tensor<index_t> target_rows = Tensor<index_t>::empty(Shape{n});
   index_t* row_offset = target_rows.data();
   for (index_t k = 0; k < n; ++k) {
@@ -887,16 +885,16 @@ void scatter_elements_into(const char* function, const B& batch,
     if (e < 0 || e >= batch_size)
       fail<IndexError>(function, "element_index[", k, "] = ", e, " is out of range for a batch of ",
                        batch_size, " elements", expected_range(batch_size));
-    index_t offset = data_offset + placement.start(e);
+    index_t offset = data_offset + geometry.start(e);
     for (index_t c = 0; c < coords; ++c) {
-      const index_t value = positions_in[k * coords + c], size = element_sizes[e * coords + c];
+      const index_t value = positions_in[k * coords + c], size = geometry.size(e, c);
       if (value < 0 || value >= size)
         fail<IndexError>(
             function,
             flat_local ? concat("local_index[", k, "]") : concat("local_index[", k, ", ", c, "]"),
             " = ", value, " is out of range for element ", e, ", whose dim ", c, " has size ", size,
             " (element shape ", batch.shape_of(e), ")", expected_range(size));
-      offset += value * placement.stride(element_sizes + e * coords, c);
+      offset += value * geometry.stride(e, c);
     }
     row_offset[k] = offset;
   }
