@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "tbatch/base/parallel.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
-#include "tbatch/base/parallel.hpp"
 
 namespace tbatch {
 
@@ -24,31 +24,6 @@ inline Shape batched_shape(index_t batch, const Tensor<index_t>& sizes, index_t 
     shape.push_back(sizes.data()[d]);
   shape.push_back(last_dim);
   return shape;
-}
-
-/// Fills slot `slot` of a padded tensor outside the box `sizes` (one disjoint box per dim:
-/// dims before d narrowed to the element, dim d past it, later dims whole). Works on views, not
-/// tensors: no reference counting per box.
-template <class T>
-void fill_padding(const StridedView<T>& slot, const Shape& sizes, T value,
-                  Stores stores = Stores::cached) {
-  const auto rank = static_cast<index_t>(sizes.size());
-  for (index_t d = 0; d + 1 < rank; ++d) {
-    const index_t pad = slot.size(d) - sizes[d];
-    if (pad == 0) continue;
-    if (d == 0) {
-      fill_view(slot.narrow(0, sizes[0], pad), value, stores);
-      continue;
-    }
-    StridedView<T> region = slot.narrow(d, sizes[d], pad);
-    for (index_t before = 0; before < d; ++before)
-      region = region.narrow(before, 0, sizes[before]);
-    fill_view(region, value, stores);
-  }
-}
-template <class T>
-void fill_padding(Tensor<T> slot, const Shape& sizes, T value) {
-  fill_padding(slot.view(), sizes, value);
 }
 
 /// The box [0, sizes) of a padded slot.

@@ -1,7 +1,7 @@
 #pragma once
 // Segment reductions over packed rows (torch_scatter's segment_csr): first_idx holds CSR offsets,
 // segment e is rows [first_idx[e], first_idx[e + 1]) of the values. segment_reduce combines each
-// segment's rows with the Reduce combiners of scatter.hpp; segment_argmax / segment_argmin find
+// segment's rows with the Reduce combiners of reduce.hpp; segment_argmax / segment_argmin find
 // the row of each segment's extreme.
 //
 // Both are a walk of the view engine over blocks of rows, with each row's segment id as the index
@@ -11,10 +11,11 @@
 #include <array>
 #include <vector>
 
-#include "tbatch/batch/layouts.hpp"
 #include "tbatch/base/errors.hpp"
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/ops/reduce.hpp"
+#include "tbatch/ops/scatter_kernel.hpp"
 #include "tbatch/tensor/tensor.hpp"
-#include "tbatch/ops/scatter.hpp"
 #include "tbatch/view/engine.hpp"
 
 namespace tbatch {

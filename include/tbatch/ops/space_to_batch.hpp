@@ -23,10 +23,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "tbatch/batch/layouts.hpp"
 #include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/parallel.hpp"
+#include "tbatch/batch/layouts.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
 

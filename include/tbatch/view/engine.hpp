@@ -18,8 +18,8 @@
 
 #include "tbatch/base/shape.hpp"
 #include "tbatch/base/small_vector.hpp"
-#include "tbatch/view/streaming.hpp"
 #include "tbatch/view/aliasing.hpp"
+#include "tbatch/view/streaming.hpp"
 #include "tbatch/view/strided_view.hpp"
 #include "tbatch/view/walk.hpp"
 
@@ -391,6 +391,27 @@ void fill_view(const StridedView<T>& dst, T value, Stores stores) {
         },
         dst);
     if (stores == Stores::streaming) streaming_fence();
+  }
+}
+
+/// Fills `slot` (a padded tensor's slot) outside the box [0, sizes) (one disjoint box per dim:
+/// dims before d narrowed to the element, dim d past it, later dims whole). Works on views, not
+/// tensors: no reference counting per box.
+template <class T>
+void fill_padding(const StridedView<T>& slot, const Shape& sizes, T value,
+                  Stores stores = Stores::cached) {
+  const auto rank = static_cast<index_t>(sizes.size());
+  for (index_t d = 0; d + 1 < rank; ++d) {
+    const index_t pad = slot.size(d) - sizes[d];
+    if (pad == 0) continue;
+    if (d == 0) {
+      fill_view(slot.narrow(0, sizes[0], pad), value, stores);
+      continue;
+    }
+    StridedView<T> region = slot.narrow(d, sizes[d], pad);
+    for (index_t before = 0; before < d; ++before)
+      region = region.narrow(before, 0, sizes[before]);
+    fill_view(region, value, stores);
   }
 }
 
