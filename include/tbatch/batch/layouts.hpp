@@ -269,19 +269,14 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
                                " but shape_per_tensor describes ", batch,
                                " elements, so it needs [", batch + 1, "]");
     const index_t* first = first_idx_.data();
-    if (first[0] != 0)
-      detail::fail<ValueError>("PackedBatch", "first_idx[0] = ", first[0], ", expected 0");
-    for (index_t i = 0; i < batch; ++i) {
+    detail::check_first_idx("PackedBatch", first, batch, [&](index_t i) {
       const index_t rows = detail::rows_of(shape_per_tensor_, i, "PackedBatch");
-      if (first[i + 1] < first[i])
-        detail::fail<ValueError>("PackedBatch", "first_idx must not decrease, but first_idx[",
-                                 i + 1, "] = ", first[i + 1], " < first_idx[", i, "] = ", first[i]);
       if (first[i + 1] - first[i] != rows)
         detail::fail<ValueError>("PackedBatch", "element ", i, " spans ", first[i + 1] - first[i],
                                  " rows by first_idx but its shape_per_tensor row ",
                                  detail::element_shape(shape_per_tensor_, i, data_.size(1)),
                                  " holds ", rows);
-    }
+    });
     if (first[batch] != data_.size(0))
       detail::fail<ValueError>("PackedBatch", "first_idx[", batch, "] = ", first[batch],
                                " but data has ", data_.size(0), " rows");

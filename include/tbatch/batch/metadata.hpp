@@ -84,6 +84,19 @@ Tensor<index_t> shape_per_tensor_of(const std::vector<Item>& list, const char* f
   return out;
 }
 
+/// Checks offsets first[0..batch] (kaolin's first_idx, CSR offsets): first[0] is 0 and they never
+/// decrease; element(i) then checks element i's own rule. ValueError naming `function`.
+template <class Element>
+void check_first_idx(const char* function, const index_t* first, index_t batch, Element&& element) {
+  if (first[0] != 0) fail<ValueError>(function, "first_idx[0] = ", first[0], ", expected 0");
+  for (index_t i = 0; i < batch; ++i) {
+    if (first[i + 1] < first[i])
+      fail<ValueError>(function, "first_idx must not decrease, but first_idx[", i + 1,
+                       "] = ", first[i + 1], " < first_idx[", i, "] = ", first[i]);
+    element(i);
+  }
+}
+
 /// Rows per element (product of each shape_per_tensor row), overflow-checked, shape (B).
 inline Tensor<index_t> rows_per_element(const Tensor<index_t>& shape_per_tensor,
                                         const char* function) {

@@ -8,9 +8,9 @@
 #include <array>
 #include <vector>
 
+#include "tbatch/base/dtype.hpp"
 #include "tbatch/batch/conversions.hpp"
 #include "tbatch/batch/pad_sequence.hpp"
-#include "tbatch/base/dtype.hpp"
 #include "tbatch/ops/pad.hpp"
 #include "tbatch/ops/space_to_batch.hpp"
 
