@@ -11,13 +11,26 @@ using tbatch::testing::random_tensor;
 
 namespace {
 
-// The sizes of each element (without the last dim), drawn with empty elements and zero-size
-// dims among them.
-std::vector<Shape> random_sizes(std::mt19937& rng, index_t batch, index_t columns) {
+// A random batch's metadata: each element's sizes without the last dim (empty elements and
+// zero-size dims among them), and the same as shape_per_tensor.
+struct Metadata {
+  index_t batch, columns, last_dim;
   std::vector<Shape> sizes;
-  for (index_t i = 0; i < batch; ++i)
-    sizes.push_back(tbatch::testing::random_shape(rng, columns, 0, 4));
-  return sizes;
+  Tensor<index_t> shape_per_tensor;
+};
+Metadata random_metadata(std::mt19937& rng, index_t least_batch) {
+  Metadata m{std::uniform_int_distribution<index_t>(least_batch, 7)(rng),
+             std::uniform_int_distribution<index_t>(0, 3)(rng),
+             std::uniform_int_distribution<index_t>(0, 3)(rng),
+             {},
+             {}};
+  m.shape_per_tensor = Tensor<index_t>(Shape{m.batch, m.columns});
+  for (index_t i = 0; i < m.batch; ++i) {
+    m.sizes.push_back(tbatch::testing::random_shape(rng, m.columns, 0, 4));
+    for (index_t d = 0; d < m.columns; ++d)
+      m.shape_per_tensor(i, d) = m.sizes.back()[d];
+  }
+  return m;
 }
 
 index_t product(const Shape& sizes) {
@@ -76,24 +89,11 @@ void check_padding_covers_slot(const BatchGeometry& g, const Layout& slots, inde
 TEST_CASE("the packed geometry against a plain loop over first_idx", "[geometry]") {
   std::mt19937 rng(71);
   for (int round = 0; round < 40; ++round) {
-    const index_t batch = std::uniform_int_distribution<index_t>(0, 7)(rng);
-    const index_t columns = std::uniform_int_distribution<index_t>(0, 3)(rng);
-    const index_t last_dim = std::uniform_int_distribution<index_t>(0, 3)(rng);
-    const std::vector<Shape> sizes = random_sizes(rng, batch, columns);
-    std::vector<Tensor<float>> list;
-    for (const Shape& s : sizes) {
-      Shape shape = s;
-      shape.push_back(last_dim);
-      list.push_back(random_tensor<float>(shape, rng));
-    }
+    const auto [batch, columns, last_dim, sizes, spt] = random_metadata(rng, 0);
     // first_idx by hand: 0, then the running sum of the rows.
     std::vector<index_t> first{0};
     for (const Shape& s : sizes)
       first.push_back(first.back() + (columns == 0 ? 1 : product(s)));
-    Tensor<index_t> spt(Shape{batch, columns});
-    for (index_t i = 0; i < batch; ++i)
-      for (index_t d = 0; d < columns; ++d)
-        spt(i, d) = sizes[static_cast<std::size_t>(i)][d];
     const Tensor<index_t> first_idx = detail::packed_first_idx(spt, "test");
     for (index_t i = 0; i <= batch; ++i)
       CHECK(first_idx(i) == first[static_cast<std::size_t>(i)]);
@@ -140,10 +140,7 @@ TEST_CASE("the packed geometry against a plain loop over first_idx", "[geometry]
 TEST_CASE("the padded geometry against a plain loop over the slots", "[geometry]") {
   std::mt19937 rng(72);
   for (int round = 0; round < 40; ++round) {
-    const index_t batch = std::uniform_int_distribution<index_t>(1, 6)(rng);
-    const index_t columns = std::uniform_int_distribution<index_t>(0, 3)(rng);
-    const index_t last_dim = std::uniform_int_distribution<index_t>(0, 3)(rng);
-    const std::vector<Shape> sizes = random_sizes(rng, batch, columns);
+    const auto [batch, columns, last_dim, sizes, spt] = random_metadata(rng, 1);
     Shape data_shape{batch};
     for (index_t d = 0; d < columns; ++d) {
       index_t largest = 0;
@@ -152,10 +149,6 @@ TEST_CASE("the padded geometry against a plain loop over the slots", "[geometry]
       data_shape.push_back(largest + std::uniform_int_distribution<index_t>(0, 1)(rng));
     }
     data_shape.push_back(last_dim);
-    Tensor<index_t> spt(Shape{batch, columns});
-    for (index_t i = 0; i < batch; ++i)
-      for (index_t d = 0; d < columns; ++d)
-        spt(i, d) = sizes[static_cast<std::size_t>(i)][d];
     // Dense data, and data whose dims are stored in reverse order (strided, not contiguous).
     const Tensor<float> dense = random_tensor<float>(data_shape, rng);
     std::vector<index_t> order;

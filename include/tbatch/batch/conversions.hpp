@@ -63,6 +63,18 @@ void for_each_element(index_t count, const Tensor<T>& out, Stores stores, Body&&
   });
 }
 
+/// Element i through views: the padding `to` gives around it, then its values. Kept out of
+/// write_elements' loop, whose one-run path is then a few instructions around the copy.
+template <class T, class Source>
+[[gnu::noinline]] void write_element_views(const BatchGeometry& to, const StridedView<T>& all,
+                                           const Source& from, index_t i, T padding_value,
+                                           Stores stores) {
+  to.for_each_padding(all.layout(), i, [&](const Layout& box) {
+    fill_view(all.with_layout(box), padding_value, stores);
+  });
+  copy_views(from.view(i), all.with_layout(to.element(i)), stores);
+}
+
 /// Writes the elements `from` gives into `out`, where the geometry `to` (over out's layout)
 /// places them, and fills the padding `to` gives around them with `padding_value`.
 /// `from.first(i)` is element i as one run of data (or null) and `from.view(i)` its view: an
@@ -75,15 +87,12 @@ void write_elements(const BatchGeometry& to, Tensor<T>& out, const Source& from,
   const Stores stores = stores_for_output(out);
   T* const base = out.data();
   for_each_element(to.batch_size(), out, stores, [&](index_t i) {
-    if (const ElementRun place = to.run(i); place.valid())
-      if (const T* first = from.first(i)) {
-        write_run(stores, base + place.start, first, place.count, place.tail, padding_value);
-        return;
-      }
-    to.for_each_padding(all.layout(), i, [&](const Layout& box) {
-      fill_view(all.with_layout(box), padding_value, stores);
-    });
-    copy_views(from.view(i), all.with_layout(to.element(i)), stores);
+    const ElementRun place = to.run(i);
+    const T* first = place.valid() ? from.first(i) : nullptr;
+    if (first != nullptr)
+      write_run(stores, base + place.start, first, place.count, place.tail, padding_value);
+    else
+      write_element_views(to, all, from, i, padding_value, stores);
   });
 }
 
@@ -147,7 +156,7 @@ PaddedBatch<T> padded_from_elements(const std::vector<Item>& elements,
                                     Tensor<index_t> shape_per_tensor, Tensor<T> out,
                                     T padding_value) {
   write_padded(elements, shape_per_tensor, out, padding_value);
-  return PaddedBatch<T>(std::move(out), shape_per_tensor);
+  return PaddedBatch<T>(std::move(out), std::move(shape_per_tensor), ValidMetadata{});
 }
 
 /// The elements of `batch` into `out`, placed by `to`, the geometry of a batch of another layout
@@ -274,7 +283,7 @@ PackedBatch<T> packed_from_list(const std::vector<Item>& list) {
   Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[list.size()], last_dim});
   write_elements(BatchGeometry::packed(out.layout(), shape_per_tensor, first_idx), out,
                  ListSource<Item>{list});
-  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
+  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx, ValidMetadata{});
 }
 
 template <class Item, class T = typename ListItem<Item>::value_type>
@@ -291,7 +300,7 @@ PackedBatch<T> packed_into_from_list(const std::vector<Item>& list_in, Tensor<T>
                      needed);
   write_elements(BatchGeometry::packed(out.layout(), shape_per_tensor, first_idx), out,
                  ListSource<Item>{list});
-  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
+  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx, ValidMetadata{});
 }
 
 }  // namespace detail
@@ -407,7 +416,7 @@ PackedBatch<typename B::value_type> to_packed(const B& batch) {
     Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[batch.batch_size()], batch.last_dim()});
     detail::write_from_batch(
         batch, detail::BatchGeometry::packed(out.layout(), shape_per_tensor, first_idx), out);
-    return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
+    return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx, detail::ValidMetadata{});
   }
 }
 
@@ -427,7 +436,7 @@ PaddedBatch<typename B::value_type> to_padded(const B& batch, typename B::value_
       batch.batch_size(), fill_max_shape(shape_per_tensor, max_shape), batch.last_dim()));
   detail::write_from_batch(batch, detail::BatchGeometry::padded(out.layout(), shape_per_tensor),
                            out, padding_value);
-  return PaddedBatch<T>(std::move(out), shape_per_tensor);
+  return PaddedBatch<T>(std::move(out), shape_per_tensor, detail::ValidMetadata{});
 }
 
 /// Any batch whose elements all have one shape as an exact batch (B, element shape...): a view

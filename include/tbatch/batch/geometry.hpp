@@ -3,6 +3,8 @@
 // batch's data, from the data's layout and the metadata alone. Every batch function asks it;
 // nothing else works out an element's place.
 
+#include <vector>
+
 #include "tbatch/batch/metadata.hpp"
 #include "tbatch/tensor/tensor.hpp"
 
@@ -56,7 +58,7 @@ class BatchGeometry {
   index_t batch_size() const { return batch_; }
   /// Dims of an element before its last (element rank - 1).
   index_t columns() const { return columns_; }
-  index_t last_dim() const { return data_->shape[data_->dim() - 1]; }
+  index_t last_dim() const { return last_; }
   /// Size of dim d of element i.
   index_t size(index_t i, index_t d) const {
     return kind_ == BatchKind::exact ? sizes_[d] : sizes_[i * size_row_ + d * size_column_];
@@ -71,7 +73,7 @@ class BatchGeometry {
   }
   /// Where element i's first element is, in elements from the data's offset.
   index_t start(index_t i) const {
-    return kind_ == BatchKind::packed ? first(i) * data_->strides[0] : i * data_->strides[0];
+    return (kind_ == BatchKind::packed ? first(i) : i) * data_->strides[0];
   }
   /// Stride of dim d of element i in the data.
   index_t stride(index_t i, index_t d) const {
@@ -123,14 +125,15 @@ class BatchGeometry {
   /// is contiguous and the element fills the start of its slot; invalid otherwise.
   ElementRun run(index_t i) const {
     if (!dense_) return {};
-    const index_t last = last_dim();
-    if (kind_ == BatchKind::packed) return {first(i) * last, (first(i + 1) - first(i)) * last, 0};
-    if (kind_ == BatchKind::exact) return {i * slot_, slot_, 0};
-    const index_t* slot_sizes = data_->shape.data() + 1;
-    index_t count = last;
-    for (index_t d = 0; d < columns_; ++d) {
+    if (kind_ == BatchKind::packed) {
+      const index_t begin = first(i), end = first(i + 1);
+      return {begin * last_, (end - begin) * last_, 0};
+    }
+    if (kind_ == BatchKind::exact || columns_ == 0) return {i * slot_, slot_, 0};
+    index_t count = last_ * size(i, 0);
+    for (index_t d = 1; d < columns_; ++d) {
       const index_t size_d = size(i, d);
-      if (d > 0 && size_d != slot_sizes[d]) return {};
+      if (size_d != data_->shape[d + 1]) return {};
       count *= size_d;
     }
     return {i * slot_, count, slot_ - count};
@@ -147,6 +150,7 @@ class BatchGeometry {
  private:
   BatchGeometry(BatchKind kind, const Layout& data)
       : kind_(kind), data_(&data), dense_(layout::is_contiguous(data)) {
+    last_ = data.shape[data.dim() - 1];
     index_t slot = 1;
     for (index_t d = 1; d < data.dim(); ++d)
       slot *= data.shape[d];
@@ -164,6 +168,7 @@ class BatchGeometry {
   BatchKind kind_;
   const Layout* data_;
   bool dense_;
+  index_t last_ = 0;
   index_t slot_ = 0;  // data elements per slot (exact and padded)
   index_t batch_ = 0, columns_ = 0;
   const index_t* sizes_ = nullptr;
@@ -176,7 +181,15 @@ class BatchGeometry {
 /// the running sum of their row counts (overflow-checked, errors naming `function`).
 inline Tensor<index_t> packed_first_idx(const Tensor<index_t>& shape_per_tensor,
                                         const char* function) {
-  return get_first_idx(rows_per_element(shape_per_tensor, function));
+  const index_t batch = shape_per_tensor.size(0);
+  Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch + 1});
+  const index_t columns = shape_per_tensor.size(1);
+  const index_t* sizes = shape_per_tensor.data();  // contiguous, as every batch keeps it
+  index_t* first = out.data();
+  for (index_t i = 0; i < batch; ++i)
+    first[i + 1] = row_count(sizes + i * columns, columns, function);
+  running_sum_in_place(first, batch);
+  return out;
 }
 
 }  // namespace detail

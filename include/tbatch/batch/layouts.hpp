@@ -48,6 +48,9 @@ BatchGeometry geometry_of(const PaddedBatch<T>& batch);
 template <class T>
 BatchGeometry geometry_of(const PackedBatch<T>& batch);
 
+/// Tag of the batch constructors that skip validation: the caller built the metadata itself.
+struct ValidMetadata {};
+
 inline void check_element_index(index_t i, index_t batch, const char* function) {
   if (i < 0 || i >= batch)
     fail<IndexError>(function, "element index ", i, " is out of range for a batch of ", batch,
@@ -227,7 +230,7 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
   PaddedBatch with_data(Tensor<T> data) const {
     return PaddedBatch(
         detail::same_shape_data(std::move(data), data_.shape(), "PaddedBatch::with_data"),
-        shape_per_tensor_, Checked{});
+        shape_per_tensor_, detail::ValidMetadata{});
   }
 
   /// The batch with its data converted to U as Tensor::cast does (a copy); the metadata is
@@ -237,11 +240,11 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
     return PaddedBatch<U>(data_.template cast<U>(), shape_per_tensor_);
   }
 
- private:
-  struct Checked {};  // the metadata is a valid batch's
-  PaddedBatch(Tensor<T> data, Tensor<index_t> shape_per_tensor, Checked)
+  /// For tbatch's own results: data and metadata already form a valid batch (not checked).
+  PaddedBatch(Tensor<T> data, Tensor<index_t> shape_per_tensor, detail::ValidMetadata)
       : data_(std::move(data)), shape_per_tensor_(std::move(shape_per_tensor)) {}
 
+ private:
   Tensor<T> data_;
   Tensor<index_t> shape_per_tensor_;
 };
@@ -332,7 +335,7 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
   PackedBatch with_data(Tensor<T> data) const {
     return PackedBatch(
         detail::same_shape_data(std::move(data), data_.shape(), "PackedBatch::with_data"),
-        shape_per_tensor_, first_idx_, Checked{});
+        shape_per_tensor_, first_idx_, detail::ValidMetadata{});
   }
 
   /// The batch with its data converted to U as Tensor::cast does (a copy); the metadata is
@@ -342,13 +345,14 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
     return PackedBatch<U>(data_.template cast<U>(), shape_per_tensor_, first_idx_);
   }
 
- private:
-  struct Checked {};  // the metadata is a valid batch's
-  PackedBatch(Tensor<T> data, Tensor<index_t> shape_per_tensor, Tensor<index_t> first_idx, Checked)
+  /// For tbatch's own results: data and metadata already form a valid batch (not checked).
+  PackedBatch(Tensor<T> data, Tensor<index_t> shape_per_tensor, Tensor<index_t> first_idx,
+              detail::ValidMetadata)
       : data_(std::move(data)),
         shape_per_tensor_(std::move(shape_per_tensor)),
         first_idx_(std::move(first_idx)) {}
 
+ private:
   // Checks data (2-d) and shape_per_tensor (2-d, non-negative) before the members that need
   // them are initialised.
   static Tensor<index_t> checked_shape_per_tensor(const Tensor<T>& data,
