@@ -229,56 +229,6 @@ TEST_CASE("with_data puts new data of the same shape under a batch's metadata", 
                            "ExactBatch::with_data: data has shape [2, 3]");
 }
 
-// element_placement reads an element's place and strides from the metadata, for the paths that
-// visit many small elements (the batch scatter and pad); it must say what element(i) says.
-TEST_CASE("element_placement agrees with element(i) in every layout, strided data included",
-          "[batch]") {
-  std::mt19937 rng(61);
-  auto check = [](const auto& batch) {
-    const auto placement = detail::element_placement(batch);
-    const Tensor<index_t> sizes = batch.shape_per_tensor().contiguous();
-    const index_t columns = batch.element_rank() - 1;
-    for (index_t i = 0; i < batch.batch_size(); ++i) {
-      INFO("element " << i);
-      const auto element = batch.element(i);
-      if (element.numel() == 0) continue;  // an empty element has no place to agree on
-      CHECK(batch.data().offset() + placement.start(i) == element.offset());
-      for (index_t d = 0; d < columns; ++d)
-        if (element.size(d) > 1)
-          CHECK(placement.stride(sizes.data() + i * columns, d) == element.stride(d));
-    }
-  };
-  for (index_t rank : {2, 3, 4}) {
-    INFO("rank " << rank);
-    std::vector<Tensor<float>> list;
-    for (int i = 0; i < 12; ++i) {
-      Shape shape;
-      for (index_t d = 0; d + 1 < rank; ++d)
-        shape.push_back(std::uniform_int_distribution<index_t>(0, 4)(rng));
-      shape.push_back(3);
-      list.push_back(random_tensor<float>(shape, rng));
-    }
-    check(list_to_packed(list));
-    check(list_to_padded(list, 0.f));
-    // Strided data: a packed batch over every other row of a wider buffer, a padded batch whose
-    // data is a permuted view, and an exact batch of a slice.
-    const PackedBatch<float> packed = list_to_packed(list);
-    Tensor<float> wide(Shape{2 * packed.data().size(0), 5}, 0.f);
-    const Tensor<float> rows = wide.slice(0, std::nullopt, std::nullopt, 2).narrow(1, 1, 3);
-    check(PackedBatch<float>(rows, packed.shape_per_tensor(), packed.first_idx()));
-    const PaddedBatch<float> padded = list_to_padded(list, 0.f);
-    std::vector<index_t> order{0};
-    for (index_t d = rank; d >= 1; --d)  // data has rank + 1 dims
-      order.push_back(d);
-    std::vector<index_t> back(order.size());
-    for (std::size_t k = 0; k < order.size(); ++k)
-      back[static_cast<std::size_t>(order[k])] = static_cast<index_t>(k);
-    const Tensor<float> permuted = padded.data().permute(order).contiguous().permute(back);
-    check(PaddedBatch<float>(permuted, padded.shape_per_tensor()));
-    check(ExactBatch<float>(padded.data().narrow(0, 2, 5)));
-  }
-}
-
 TEST_CASE("caller-supplied outputs are written in place and reusable", "[batch]") {
   const std::vector<Tensor<double>> list{iota<double>({2, 2}), iota<double>({3, 2})};
   Tensor<double> buffer(Shape{2, 5, 2}, 9.0);

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "tbatch/base/parallel.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
-#include "tbatch/base/parallel.hpp"
 
 namespace tbatch {
 
@@ -24,41 +24,6 @@ inline Shape batched_shape(index_t batch, const Tensor<index_t>& sizes, index_t 
     shape.push_back(sizes.data()[d]);
   shape.push_back(last_dim);
   return shape;
-}
-
-/// Fills slot `slot` of a padded tensor outside the box `sizes` (one disjoint box per dim:
-/// dims before d narrowed to the element, dim d past it, later dims whole). Works on views, not
-/// tensors: no reference counting per box.
-template <class T>
-void fill_padding(const StridedView<T>& slot, const Shape& sizes, T value,
-                  Stores stores = Stores::cached) {
-  const auto rank = static_cast<index_t>(sizes.size());
-  for (index_t d = 0; d + 1 < rank; ++d) {
-    const index_t pad = slot.size(d) - sizes[d];
-    if (pad == 0) continue;
-    if (d == 0) {
-      fill_view(slot.narrow(0, sizes[0], pad), value, stores);
-      continue;
-    }
-    StridedView<T> region = slot.narrow(d, sizes[d], pad);
-    for (index_t before = 0; before < d; ++before)
-      region = region.narrow(before, 0, sizes[before]);
-    fill_view(region, value, stores);
-  }
-}
-template <class T>
-void fill_padding(Tensor<T> slot, const Shape& sizes, T value) {
-  fill_padding(slot.view(), sizes, value);
-}
-
-/// The box [0, sizes) of a padded slot.
-template <class T>
-StridedView<T> valid_box(const StridedView<T>& slot, const Shape& sizes) {
-  StridedView<T> box = sizes.size() < 2 ? slot : slot.narrow(0, 0, sizes[0]);
-  const auto rank = static_cast<index_t>(sizes.size());
-  for (index_t d = 1; d + 1 < rank; ++d)
-    box = box.narrow(d, 0, sizes[d]);
-  return box;
 }
 
 /// An element of a list as the read-only view the kernels copy from.
@@ -98,61 +63,71 @@ void for_each_element(index_t count, const Tensor<T>& out, Stores stores, Body&&
   });
 }
 
-/// Writes `elements` (Tensor<T> or StridedView<const T>) into `out` (B, max..., last_dim): each
-/// element into its box, padding around it. `out` is validated by the caller to hold every
-/// element. The stores follow the whole output's size. A contiguous element that fills the
-/// start of its slot in a contiguous `out` is written as two runs; any other through views.
-template <class Item, class T>
-void write_padded(const std::vector<Item>& elements, Tensor<T>& out, T padding_value) {
-  const StridedView<T> padded = out.view();
+/// Element i through views: the padding `to` gives around it, then its values. Kept out of
+/// write_elements' loop, whose one-run path is then a few instructions around the copy.
+template <class T, class Source>
+[[gnu::noinline]] void write_element_views(const BatchGeometry& to, const StridedView<T>& all,
+                                           const Source& from, index_t i, T padding_value,
+                                           Stores stores) {
+  to.for_each_padding(all.layout(), i, [&](const Layout& box) {
+    fill_view(all.with_layout(box), padding_value, stores);
+  });
+  copy_views(from.view(i), all.with_layout(to.element(i)), stores);
+}
+
+/// Writes the elements `from` gives into `out`, where the geometry `to` (over out's layout)
+/// places them, and fills the padding `to` gives around them with `padding_value`.
+/// `from.first(i)` is element i as one run of data (or null) and `from.view(i)` its view: an
+/// element that is one run on both sides is one copy and one fill; any other goes through views.
+/// The stores follow the whole output's size.
+template <class T, class Source>
+void write_elements(const BatchGeometry& to, Tensor<T>& out, const Source& from,
+                    T padding_value = T()) {
+  const StridedView<T> all = out.view();
   const Stores stores = stores_for_output(out);
-  const bool dense = out.is_contiguous();
-  const index_t slot_size = elements.empty() ? 0 : out.numel() / index_t(elements.size());
   T* const base = out.data();
-  for_each_element(index_t(elements.size()), out, stores, [&](index_t i) {
-    const Item& element = elements[static_cast<std::size_t>(i)];
-    if (dense && element.is_contiguous() &&
-        fills_slot_prefix(element.shape().data(), element.dim() - 1, out.shape())) {
-      const index_t n = element.numel();
-      write_run(stores, base + i * slot_size, element.data(), n, slot_size - n, padding_value);
-      return;
-    }
-    const StridedView<T> slot = padded.select(0, i);
-    fill_padding(slot, element.shape(), padding_value, stores);
-    copy_views(element_view(element), valid_box(slot, element.shape()), stores);
+  for_each_element(to.batch_size(), out, stores, [&](index_t i) {
+    const ElementRun place = to.run(i);
+    const T* first = place.valid() ? from.first(i) : nullptr;
+    if (first != nullptr)
+      write_run(stores, base + place.start, first, place.count, place.tail, padding_value);
+    else
+      write_element_views(to, all, from, i, padding_value, stores);
   });
 }
 
-/// Rows of packed `out` that hold element `row_start`.. reshaped to `shape`.
+/// The elements of a list (Tensor<T> or StridedView<const T> items) as write_elements reads them.
+template <class Item>
+struct ListSource {
+  const std::vector<Item>& items;
+  auto first(index_t i) const {
+    const Item& item = items[static_cast<std::size_t>(i)];
+    return item.is_contiguous() ? item.data() : nullptr;
+  }
+  auto view(index_t i) const { return element_view(items[static_cast<std::size_t>(i)]); }
+};
+
+/// The elements of a batch's data (any layout, by its geometry) as write_elements reads them.
 template <class T>
-StridedView<T> packed_rows(const StridedView<T>& out, index_t row_start, const Shape& shape) {
-  if (shape.size() == 1) return out.select(0, row_start);
-  // Rank 2 elements are the rows themselves: no unflatten (and none of its bookkeeping).
-  if (shape.size() == 2) return out.narrow(0, row_start, shape[0]);
-  const std::vector<index_t> sizes = leading_sizes(shape);
-  Shape leading(sizes.begin(), sizes.end());
-  return out.narrow(0, row_start, leading.numel()).unflatten(0, sizes);
-}
+struct BatchSource {
+  const BatchGeometry& geometry;
+  const Tensor<T>& data;
+  const T* first(index_t i) const {
+    const ElementRun run = geometry.run(i);
+    return run.valid() ? data.data() + run.start : nullptr;
+  }
+  StridedView<const T> view(index_t i) const {
+    return StridedView<const T>(data.view()).with_layout(geometry.element(i));
+  }
+};
 
-/// Writes `elements` into the rows of packed `out` that first_idx gives them; a contiguous
-/// element into a contiguous `out` as one run.
+/// Writes `elements` into padded `out` (validated by the caller to hold them), each into its box
+/// with `padding_value` around it.
 template <class Item, class T>
-void write_packed(const std::vector<Item>& elements, const Tensor<index_t>& first_idx,
-                  Tensor<T>& out) {
-  const StridedView<T> packed = out.view();
-  const Stores stores = stores_for_output(out);
-  const bool dense = out.is_contiguous();
-  T* const base = out.data();
-  const index_t row_length = out.size(-1);
-  for_each_element(index_t(elements.size()), out, stores, [&](index_t i) {
-    const Item& element = elements[static_cast<std::size_t>(i)];
-    const index_t row = first_idx.data()[i];
-    if (dense && element.is_contiguous()) {
-      write_run(stores, base + row * row_length, element.data(), element.numel());
-      return;
-    }
-    copy_views(element_view(element), packed_rows(packed, row, element.shape()), stores);
-  });
+void write_padded(const std::vector<Item>& elements, const Tensor<index_t>& shape_per_tensor,
+                  Tensor<T>& out, T padding_value) {
+  write_elements(BatchGeometry::padded(out.layout(), shape_per_tensor), out,
+                 ListSource<Item>{elements}, padding_value);
 }
 
 /// Stacks same-shaped tensors into (B, shape...); ShapeError naming the first that differs.
@@ -180,61 +155,17 @@ template <class Item, class T>
 PaddedBatch<T> padded_from_elements(const std::vector<Item>& elements,
                                     Tensor<index_t> shape_per_tensor, Tensor<T> out,
                                     T padding_value) {
-  write_padded(elements, out, padding_value);
-  return PaddedBatch<T>(std::move(out), shape_per_tensor);
+  write_padded(elements, shape_per_tensor, out, padding_value);
+  return PaddedBatch<T>(std::move(out), std::move(shape_per_tensor), ValidMetadata{});
 }
 
-/// The number of data elements per slot of a batch with contiguous data (B > 0), for
-/// contiguous_run; -1 when the data is not contiguous, so no element is one run.
-template <class B>
-index_t run_slot(const B& batch) {
-  if (!batch.data().is_contiguous()) return -1;
-  return batch.batch_size() == 0 ? 0 : batch.data().numel() / batch.batch_size();
-}
-
-/// The elements of a padded or exact batch into the rows of packed `out`: one run per element
-/// that is one run in the batch (contiguous_run), else through views.
+/// The elements of `batch` into `out`, placed by `to`, the geometry of a batch of another layout
+/// over out (padding filled with padding_value).
 template <class B, class T>
-void write_packed_from_batch(const B& batch, const Tensor<index_t>& first_idx, Tensor<T>& out) {
-  const Stores stores = stores_for_output(out);
-  const index_t slot = run_slot(batch);
-  for_each_element(batch.batch_size(), out, stores, [&](index_t i) {
-    const index_t row = first_idx.data()[i];
-    if (const ElementRun<T> run = slot < 0 ? ElementRun<T>{} : contiguous_run(batch, i, slot);
-        run.first != nullptr) {
-      write_run(stores, out.data() + row * out.size(1), run.first, run.count);
-      return;
-    }
-    const Tensor<T> element = batch.element(i);
-    copy_views(element.view(), packed_rows(out.view(), row, element.shape()), stores);
-  });
-}
-
-/// The elements of any batch into padded `out` (contiguous, validated to hold them): one run
-/// and its padding per element that is one run in the batch and fills the start of its slot in
-/// `out`, else through views.
-template <class B, class T>
-void write_padded_from_batch(const B& batch, const Tensor<index_t>& shape_per_tensor,
-                             Tensor<T>& out, T padding_value) {
-  const Stores stores = stores_for_output(out);
-  const index_t batch_size = batch.batch_size();
-  const index_t slot_size = batch_size == 0 ? 0 : out.numel() / batch_size;
-  const index_t columns = shape_per_tensor.size(1);
-  const index_t slot_in = run_slot(batch);
-  for_each_element(batch_size, out, stores, [&](index_t i) {
-    if (slot_in >= 0 &&
-        fills_slot_prefix(shape_per_tensor.data() + i * columns, columns, out.shape())) {
-      if (const ElementRun<T> run = contiguous_run(batch, i, slot_in); run.first != nullptr) {
-        write_run(stores, out.data() + i * slot_size, run.first, run.count, slot_size - run.count,
-                  padding_value);
-        return;
-      }
-    }
-    const Tensor<T> element = batch.element(i);
-    const StridedView<T> slot = out.view().select(0, i);
-    fill_padding(slot, element.shape(), padding_value, stores);
-    copy_views(element.view(), valid_box(slot, element.shape()), stores);
-  });
+void write_from_batch(const B& batch, const BatchGeometry& to, Tensor<T>& out,
+                      T padding_value = T()) {
+  const BatchGeometry from = geometry_of(batch);
+  write_elements(to, out, BatchSource<T>{from, batch.data()}, padding_value);
 }
 
 /// The element type of a list item: Tensor<T>, StridedView<T> or StridedView<const T> give T.
@@ -347,12 +278,12 @@ PaddedBatch<T> padded_into_from_list(const std::vector<Item>& list_in, T padding
 template <class Item, class T = typename ListItem<Item>::value_type>
 PackedBatch<T> packed_from_list(const std::vector<Item>& list) {
   const Tensor<index_t> shape_per_tensor = shape_per_tensor_of(list, "list_to_packed");
-  const Tensor<index_t> first_idx =
-      get_first_idx(rows_per_element(shape_per_tensor, "list_to_packed"));
+  const Tensor<index_t> first_idx = packed_first_idx(shape_per_tensor, "list_to_packed");
   const index_t last_dim = list.empty() ? 0 : list[0].size(-1);
   Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[list.size()], last_dim});
-  write_packed(list, first_idx, out);
-  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
+  write_elements(BatchGeometry::packed(out.layout(), shape_per_tensor, first_idx), out,
+                 ListSource<Item>{list});
+  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx, ValidMetadata{});
 }
 
 template <class Item, class T = typename ListItem<Item>::value_type>
@@ -362,14 +293,14 @@ PackedBatch<T> packed_into_from_list(const std::vector<Item>& list_in, Tensor<T>
   std::vector<Item> staging;
   std::vector<Tensor<T>> copies;
   const std::vector<Item>& list = unaliased(list_in, out.view(), staging, copies);
-  const Tensor<index_t> first_idx =
-      get_first_idx(rows_per_element(shape_per_tensor, "list_to_packed_into"));
+  const Tensor<index_t> first_idx = packed_first_idx(shape_per_tensor, "list_to_packed_into");
   const Shape needed{first_idx.data()[list.size()], list.empty() ? out.size(-1) : list[0].size(-1)};
   if (!(out.shape() == needed))
     fail<ShapeError>("list_to_packed_into", "out has shape ", out.shape(), " but the list needs ",
                      needed);
-  write_packed(list, first_idx, out);
-  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
+  write_elements(BatchGeometry::packed(out.layout(), shape_per_tensor, first_idx), out,
+                 ListSource<Item>{list});
+  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx, ValidMetadata{});
 }
 
 }  // namespace detail
@@ -475,8 +406,7 @@ PackedBatch<typename B::value_type> to_packed(const B& batch) {
     return batch;
   } else {
     const Tensor<index_t> shape_per_tensor = batch.shape_per_tensor();
-    const Tensor<index_t> first_idx =
-        get_first_idx(detail::rows_per_element(shape_per_tensor, "to_packed"));
+    const Tensor<index_t> first_idx = detail::packed_first_idx(shape_per_tensor, "to_packed");
     if constexpr (std::is_same_v<B, ExactBatch<T>>) {
       if (batch.data().is_contiguous())
         return PackedBatch<T>(
@@ -484,8 +414,9 @@ PackedBatch<typename B::value_type> to_packed(const B& batch) {
             shape_per_tensor, first_idx);
     }
     Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[batch.batch_size()], batch.last_dim()});
-    detail::write_packed_from_batch(batch, first_idx, out);
-    return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx);
+    detail::write_from_batch(
+        batch, detail::BatchGeometry::packed(out.layout(), shape_per_tensor, first_idx), out);
+    return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx, detail::ValidMetadata{});
   }
 }
 
@@ -503,8 +434,9 @@ PaddedBatch<typename B::value_type> to_padded(const B& batch, typename B::value_
   }
   Tensor<T> out = Tensor<T>::empty(detail::batched_shape(
       batch.batch_size(), fill_max_shape(shape_per_tensor, max_shape), batch.last_dim()));
-  detail::write_padded_from_batch(batch, shape_per_tensor, out, padding_value);
-  return PaddedBatch<T>(std::move(out), shape_per_tensor);
+  detail::write_from_batch(batch, detail::BatchGeometry::padded(out.layout(), shape_per_tensor),
+                           out, padding_value);
+  return PaddedBatch<T>(std::move(out), shape_per_tensor, detail::ValidMetadata{});
 }
 
 /// Any batch whose elements all have one shape as an exact batch (B, element shape...): a view
@@ -527,10 +459,7 @@ ExactBatch<typename B::value_type> to_exact(const B& batch) {
     std::vector<index_t> sizes{batch.batch_size()};
     sizes.insert(sizes.end(), shape.begin(), shape.end());
     if constexpr (std::is_same_v<B, PaddedBatch<T>>) {
-      Tensor<T> data = batch.data();
-      for (index_t d = 0; d + 1 < static_cast<index_t>(shape.size()); ++d)
-        data = data.narrow(d + 1, 0, shape[d]);
-      return ExactBatch<T>(data);
+      return ExactBatch<T>(batch.data().with_layout(detail::geometry_of(batch).common_box(shape)));
     } else {
       return ExactBatch<T>(batch.data().reshape(sizes));
     }

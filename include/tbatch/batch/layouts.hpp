@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "tbatch/batch/geometry.hpp"
 #include "tbatch/batch/metadata.hpp"
 #include "tbatch/tensor/tensor.hpp"
 
@@ -30,52 +31,31 @@ concept Batch = requires(const B& b, index_t i) {
   { b.to_list() } -> std::same_as<std::vector<Tensor<typename B::value_type>>>;
 };
 
+template <class T>
+class ExactBatch;
+template <class T>
+class PaddedBatch;
+template <class T>
+class PackedBatch;
+
 namespace detail {
+
+/// The batch geometry of a batch (batch/geometry.hpp); the batch must outlive it.
+template <class T>
+BatchGeometry geometry_of(const ExactBatch<T>& batch);
+template <class T>
+BatchGeometry geometry_of(const PaddedBatch<T>& batch);
+template <class T>
+BatchGeometry geometry_of(const PackedBatch<T>& batch);
+
+/// Tag of the batch constructors that skip validation: the caller built the metadata itself.
+struct ValidMetadata {};
 
 inline void check_element_index(index_t i, index_t batch, const char* function) {
   if (i < 0 || i >= batch)
     fail<IndexError>(function, "element index ", i, " is out of range for a batch of ", batch,
                      " (expected 0 to ", batch - 1, ")");
 }
-
-/// Element i of a padded batch whose data is laid out as `data`: slot i narrowed to the box
-/// [0, shape_per_tensor[i]). Layout-level, so typed batches and RaggedTensorDict share it.
-inline Layout padded_element(const Layout& data, const Tensor<index_t>& shape_per_tensor,
-                             index_t i) {
-  Layout slot = layout::select(data, 0, i);
-  for (index_t d = 0; d < shape_per_tensor.size(1); ++d)
-    slot = layout::narrow(slot, d, 0, shape_per_tensor(i, d));
-  return slot;
-}
-
-/// Element i of a packed batch whose data is laid out as `data`: rows [first_idx[i],
-/// first_idx[i + 1]) unflattened to (shape_per_tensor[i]..., last_dim).
-inline Layout packed_element(const Layout& data, const Tensor<index_t>& shape_per_tensor,
-                             const Tensor<index_t>& first_idx, index_t i) {
-  const index_t first = first_idx(i);
-  if (shape_per_tensor.size(1) == 0) return layout::select(data, 0, first);
-  const Layout rows = layout::narrow(data, 0, first, first_idx(i + 1) - first);
-  // Rank 2 elements are the rows themselves: no unflatten (and none of its bookkeeping).
-  if (shape_per_tensor.size(1) == 1) return rows;
-  return layout::unflatten(rows, 0, leading_sizes(element_shape(shape_per_tensor, i, 0)));
-}
-
-/// True when an element whose sizes without the last dim are sizes[0, columns) fills the start
-/// of its slot in a padded tensor of `padded_shape` (B, max..., last_dim) as one run: its sizes
-/// after the first are the slot's. Always so for rank-2 elements (rows of last_dim).
-inline bool fills_slot_prefix(const index_t* sizes, index_t columns, const Shape& padded_shape) {
-  for (index_t d = 1; d < columns; ++d)
-    if (sizes[d] != padded_shape[d + 1]) return false;
-  return true;
-}
-
-/// Element i of a batch as one run of contiguous elements of its data: where it starts and how
-/// many elements it has. `first` is null when the element is not one run.
-template <class T>
-struct ElementRun {
-  const T* first = nullptr;
-  index_t count = 0;
-};
 
 /// `data` when it has rank >= 2 (batch, element dims..., last dim); ShapeError otherwise.
 template <class T>
@@ -144,7 +124,7 @@ class ExactBatch : public detail::ElementMethods<ExactBatch<T>> {
   /// Element i, data[i]: a view of shape (element shape...). IndexError unless 0 <= i < B.
   Tensor<T> element(index_t i) const {
     detail::check_element_index(i, batch_size(), "ExactBatch::element");
-    return data_.select(0, i);
+    return data_.with_layout(detail::geometry_of(*this).element(i));
   }
   /// Full shape of element i (its sizes and the last dim). IndexError unless 0 <= i < B.
   Shape shape_of(index_t i) const {
@@ -212,7 +192,7 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
   /// (shape_per_tensor[i]..., last_dim). IndexError unless 0 <= i < B.
   Tensor<T> element(index_t i) const {
     detail::check_element_index(i, batch_size(), "PaddedBatch::element");
-    return data_.with_layout(detail::padded_element(data_.layout(), shape_per_tensor_, i));
+    return data_.with_layout(detail::geometry_of(*this).element(i));
   }
   /// Full shape of element i, read from shape_per_tensor (no view is made). IndexError unless
   /// 0 <= i < B.
@@ -225,12 +205,9 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
   /// (B, max_shape...).
   Tensor<bool> mask() const {
     Tensor<bool> out(Shape(data_.shape().begin(), data_.shape().end() - 1));
-    for (index_t i = 0; i < batch_size(); ++i) {
-      Tensor<bool> slot = out.select(0, i);
-      for (index_t d = 0; d < element_rank() - 1; ++d)
-        slot = slot.narrow(d, 0, shape_per_tensor_(i, d));
-      fill(slot.view(), true);
-    }
+    const detail::BatchGeometry geometry = detail::geometry_of(*this);
+    for (index_t i = 0; i < batch_size(); ++i)
+      fill(out.view().with_layout(geometry.box(out.layout(), i)), true);
     return out;
   }
 
@@ -253,7 +230,7 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
   PaddedBatch with_data(Tensor<T> data) const {
     return PaddedBatch(
         detail::same_shape_data(std::move(data), data_.shape(), "PaddedBatch::with_data"),
-        shape_per_tensor_, Checked{});
+        shape_per_tensor_, detail::ValidMetadata{});
   }
 
   /// The batch with its data converted to U as Tensor::cast does (a copy); the metadata is
@@ -263,11 +240,11 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
     return PaddedBatch<U>(data_.template cast<U>(), shape_per_tensor_);
   }
 
- private:
-  struct Checked {};  // the metadata is a valid batch's
-  PaddedBatch(Tensor<T> data, Tensor<index_t> shape_per_tensor, Checked)
+  /// For tbatch's own results: data and metadata already form a valid batch (not checked).
+  PaddedBatch(Tensor<T> data, Tensor<index_t> shape_per_tensor, detail::ValidMetadata)
       : data_(std::move(data)), shape_per_tensor_(std::move(shape_per_tensor)) {}
 
+ private:
   Tensor<T> data_;
   Tensor<index_t> shape_per_tensor_;
 };
@@ -295,19 +272,14 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
                                " but shape_per_tensor describes ", batch,
                                " elements, so it needs [", batch + 1, "]");
     const index_t* first = first_idx_.data();
-    if (first[0] != 0)
-      detail::fail<ValueError>("PackedBatch", "first_idx[0] = ", first[0], ", expected 0");
-    for (index_t i = 0; i < batch; ++i) {
+    detail::check_first_idx("PackedBatch", first, batch, [&](index_t i) {
       const index_t rows = detail::rows_of(shape_per_tensor_, i, "PackedBatch");
-      if (first[i + 1] < first[i])
-        detail::fail<ValueError>("PackedBatch", "first_idx must not decrease, but first_idx[",
-                                 i + 1, "] = ", first[i + 1], " < first_idx[", i, "] = ", first[i]);
       if (first[i + 1] - first[i] != rows)
         detail::fail<ValueError>("PackedBatch", "element ", i, " spans ", first[i + 1] - first[i],
                                  " rows by first_idx but its shape_per_tensor row ",
                                  detail::element_shape(shape_per_tensor_, i, data_.size(1)),
                                  " holds ", rows);
-    }
+    });
     if (first[batch] != data_.size(0))
       detail::fail<ValueError>("PackedBatch", "first_idx[", batch, "] = ", first[batch],
                                " but data has ", data_.size(0), " rows");
@@ -327,14 +299,13 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
   /// Rank of each element (shape_per_tensor's columns + 1).
   index_t element_rank() const { return shape_per_tensor_.size(1) + 1; }
   /// Rows of element i in data, first_idx[i + 1] - first_idx[i] (unchecked: 0 <= i < B).
-  index_t rows_of(index_t i) const { return first_idx_(i + 1) - first_idx_(i); }
+  index_t rows_of(index_t i) const { return detail::geometry_of(*this).rows(i); }
 
   /// Element i: a view of rows [first_idx[i], first_idx[i + 1]) reshaped to
   /// (shape_per_tensor[i]..., last_dim). IndexError unless 0 <= i < B.
   Tensor<T> element(index_t i) const {
     detail::check_element_index(i, batch_size(), "PackedBatch::element");
-    return data_.with_layout(
-        detail::packed_element(data_.layout(), shape_per_tensor_, first_idx_, i));
+    return data_.with_layout(detail::geometry_of(*this).element(i));
   }
   /// Full shape of element i, read from shape_per_tensor (no view is made). IndexError unless
   /// 0 <= i < B.
@@ -364,7 +335,7 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
   PackedBatch with_data(Tensor<T> data) const {
     return PackedBatch(
         detail::same_shape_data(std::move(data), data_.shape(), "PackedBatch::with_data"),
-        shape_per_tensor_, first_idx_, Checked{});
+        shape_per_tensor_, first_idx_, detail::ValidMetadata{});
   }
 
   /// The batch with its data converted to U as Tensor::cast does (a copy); the metadata is
@@ -374,13 +345,14 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
     return PackedBatch<U>(data_.template cast<U>(), shape_per_tensor_, first_idx_);
   }
 
- private:
-  struct Checked {};  // the metadata is a valid batch's
-  PackedBatch(Tensor<T> data, Tensor<index_t> shape_per_tensor, Tensor<index_t> first_idx, Checked)
+  /// For tbatch's own results: data and metadata already form a valid batch (not checked).
+  PackedBatch(Tensor<T> data, Tensor<index_t> shape_per_tensor, Tensor<index_t> first_idx,
+              detail::ValidMetadata)
       : data_(std::move(data)),
         shape_per_tensor_(std::move(shape_per_tensor)),
         first_idx_(std::move(first_idx)) {}
 
+ private:
   // Checks data (2-d) and shape_per_tensor (2-d, non-negative) before the members that need
   // them are initialised.
   static Tensor<index_t> checked_shape_per_tensor(const Tensor<T>& data,
@@ -401,64 +373,17 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
 };
 
 namespace detail {
-/// Where each element of a batch starts in its data, in elements from data().data(), and the
-/// strides of its dims but the last, from the metadata alone: what element(i) would say,
-/// without the view, for paths that visit many small elements. Taken once per call (the batch
-/// must outlive it); starts(i) and stride(sizes, d) are unchecked (0 <= i < B, d <
-/// element_rank - 1, `sizes` element i's shape_per_tensor row).
-struct SlotPlacement {  // exact and padded batches: slot i of the data
-  index_t slot_stride;
-  Strides strides;
-  index_t start(index_t i) const { return i * slot_stride; }
-  index_t stride(const index_t*, index_t d) const { return strides[d + 1]; }
-};
-struct RowPlacement {  // packed batches: rows [first_idx[i], first_idx[i + 1]), unflattened
-  const index_t* first_idx;
-  index_t row_stride, columns;
-  index_t start(index_t i) const { return first_idx[i] * row_stride; }
-  index_t stride(const index_t* sizes, index_t d) const {
-    index_t stride = row_stride;
-    for (index_t e = d + 1; e < columns; ++e)
-      stride *= sizes[e];
-    return stride;
-  }
-};
 template <class T>
-SlotPlacement element_placement(const ExactBatch<T>& batch) {
-  return {batch.data().strides()[0], batch.data().strides()};
+BatchGeometry geometry_of(const ExactBatch<T>& batch) {
+  return BatchGeometry::exact(batch.data().layout());
 }
 template <class T>
-SlotPlacement element_placement(const PaddedBatch<T>& batch) {
-  return {batch.data().strides()[0], batch.data().strides()};
+BatchGeometry geometry_of(const PaddedBatch<T>& batch) {
+  return BatchGeometry::padded(batch.data().layout(), batch.shape_per_tensor());
 }
 template <class T>
-RowPlacement element_placement(const PackedBatch<T>& batch) {
-  return {batch.first_idx().data(), batch.data().strides()[0], batch.element_rank() - 1};
-}
-
-/// Element i of a batch whose data is contiguous (the caller checks that once) as one run of
-/// that data: the conversions' path for many small elements. `slot` is data.numel() / B. A
-/// padded element is one run when it fills the start of its slot; otherwise `first` is null.
-template <class T>
-ElementRun<T> contiguous_run(const ExactBatch<T>& batch, index_t i, index_t slot) {
-  return {batch.data().data() + i * slot, slot};
-}
-template <class T>
-ElementRun<T> contiguous_run(const PaddedBatch<T>& batch, index_t i, index_t slot) {
-  const Tensor<index_t>& sizes = batch.shape_per_tensor();
-  const index_t columns = sizes.size(1);
-  const index_t* row = sizes.data() + i * columns;
-  if (!fills_slot_prefix(row, columns, batch.data().shape())) return {};
-  index_t count = batch.last_dim();  // at most slot: the constructor checked the sizes
-  for (index_t d = 0; d < columns; ++d)
-    count *= row[d];
-  return {batch.data().data() + i * slot, count};
-}
-template <class T>
-ElementRun<T> contiguous_run(const PackedBatch<T>& batch, index_t i, index_t) {
-  const index_t* first = batch.first_idx().data();
-  const index_t row_length = batch.last_dim();
-  return {batch.data().data() + first[i] * row_length, (first[i + 1] - first[i]) * row_length};
+BatchGeometry geometry_of(const PackedBatch<T>& batch) {
+  return BatchGeometry::packed(batch.data().layout(), batch.shape_per_tensor(), batch.first_idx());
 }
 }  // namespace detail
 

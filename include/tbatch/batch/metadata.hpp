@@ -1,6 +1,7 @@
 #pragma once
 // kaolin's batch metadata: shape_per_tensor, first_idx and max_shape, and their validation.
 
+#include <algorithm>
 #include <vector>
 
 #include "tbatch/tensor/tensor.hpp"
@@ -24,14 +25,19 @@ inline Shape element_shape(const Tensor<index_t>& shape_per_tensor, index_t i, i
   return shape;
 }
 
-/// Number of rows (prod of the sizes) of row i of shape_per_tensor, overflow-checked.
-inline index_t rows_of(const Tensor<index_t>& shape_per_tensor, index_t i, const char* function) {
-  const index_t columns = shape_per_tensor.size(1);
-  const index_t* row = shape_per_tensor.data() + i * columns;
+/// Number of rows (prod of the `columns` sizes at `sizes`), overflow-checked.
+inline index_t row_count(const index_t* sizes, index_t columns, const char* function) {
   index_t rows = 1;
   for (index_t d = 0; d < columns; ++d)
-    rows = checked_mul(rows, row[d], function);
+    rows = checked_mul(rows, sizes[d], function);
   return rows;
+}
+
+/// Number of rows (prod of the sizes) of row i of shape_per_tensor (contiguous),
+/// overflow-checked.
+inline index_t rows_of(const Tensor<index_t>& shape_per_tensor, index_t i, const char* function) {
+  const index_t columns = shape_per_tensor.size(1);
+  return row_count(shape_per_tensor.data() + i * columns, columns, function);
 }
 
 /// Validates a caller-given shape_per_tensor: rank 2, `batch` rows of `element_rank - 1`
@@ -84,14 +90,30 @@ Tensor<index_t> shape_per_tensor_of(const std::vector<Item>& list, const char* f
   return out;
 }
 
-/// Rows per element (product of each shape_per_tensor row), overflow-checked, shape (B).
-inline Tensor<index_t> rows_per_element(const Tensor<index_t>& shape_per_tensor,
-                                        const char* function) {
-  const index_t batch = shape_per_tensor.size(0);
-  Tensor<index_t> rows = Tensor<index_t>::empty(Shape{batch});
-  for (index_t i = 0; i < batch; ++i)
-    rows.data()[i] = rows_of(shape_per_tensor, i, function);
-  return rows;
+/// Checks offsets first[0..batch] (kaolin's first_idx, CSR offsets): first[0] is 0 and they never
+/// decrease; element(i) then checks element i's own rule. ValueError naming `function`.
+template <class Element>
+void check_first_idx(const char* function, const index_t* first, index_t batch, Element&& element) {
+  if (first[0] != 0) fail<ValueError>(function, "first_idx[0] = ", first[0], ", expected 0");
+  for (index_t i = 0; i < batch; ++i) {
+    if (first[i + 1] < first[i])
+      fail<ValueError>(function, "first_idx must not decrease, but first_idx[", i + 1,
+                       "] = ", first[i + 1], " < first_idx[", i, "] = ", first[i]);
+    element(i);
+  }
+}
+
+/// Turns first[1..batch], a count per element, into first[0..batch] = 0 then their running sum
+/// in place, with get_first_idx's checks and errors.
+inline void running_sum_in_place(index_t* first, index_t batch) {
+  first[0] = 0;
+  for (index_t i = 0; i < batch; ++i) {
+    const index_t n = first[i + 1];
+    if (n < 0)
+      fail<ValueError>("get_first_idx", "numel_per_tensor[", i, "] = ", n,
+                       " is negative; expected >= 0");
+    first[i + 1] = checked_add(first[i], n, "get_first_idx");
+  }
 }
 
 }  // namespace detail
@@ -113,14 +135,8 @@ inline Tensor<index_t> get_first_idx(const Tensor<index_t>& numel_per_tensor) {
   const index_t batch = numel_per_tensor.size(0);
   const Tensor<index_t> counts = numel_per_tensor.contiguous();
   Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch + 1});
-  out.data()[0] = 0;
-  for (index_t i = 0; i < batch; ++i) {
-    const index_t n = counts.data()[i];
-    if (n < 0)
-      detail::fail<ValueError>("get_first_idx", "numel_per_tensor[", i, "] = ", n,
-                               " is negative; expected >= 0");
-    out.data()[i + 1] = detail::checked_add(out.data()[i], n, "get_first_idx");
-  }
+  std::copy_n(counts.data(), batch, out.data() + 1);
+  detail::running_sum_in_place(out.data(), batch);
   return out;
 }
 

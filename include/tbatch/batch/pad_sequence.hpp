@@ -43,7 +43,7 @@ Tensor<T> padded_sequence(const std::vector<StridedView<const T>>& list, T paddi
     shape.push_back(first[d]);
   Tensor<T> out = Tensor<T>::empty(shape);
   Tensor<T> slots = (batch_first ? out : out.transpose(0, 1)).unsqueeze(-1);
-  write_padded(columns, slots, padding_value);
+  write_padded(columns, shape_per_tensor_of(columns, "pad_sequence"), slots, padding_value);
   return out;
 }
 

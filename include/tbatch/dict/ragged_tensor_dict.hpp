@@ -264,13 +264,18 @@ class RaggedTensorDict {
                                "rank >= 1");
     return ExactBatch<T>(data);
   }
+  /// The batch geometry of a ragged entry whose data is laid out as `data`.
+  static detail::BatchGeometry geometry_of(const Entry& entry, const Layout& data,
+                                           RaggedLayout layout) {
+    return layout == RaggedLayout::packed
+               ? detail::BatchGeometry::packed(data, entry.shape_per_tensor, entry.first_idx)
+               : detail::BatchGeometry::padded(data, entry.shape_per_tensor);
+  }
   /// Entry of stacked TensorDict i: a view of the stored data, untyped.
   AnyTensor element_of(const StoredEntry& entry, index_t i) const {
     const Layout& data = entry.data.layout();
     if (!entry.ragged) return entry.data.with_layout(layout::select(data, 0, i));
-    Layout element = layout_ == RaggedLayout::packed
-                         ? detail::packed_element(data, entry.shape_per_tensor, entry.first_idx, i)
-                         : detail::padded_element(data, entry.shape_per_tensor, i);
+    Layout element = geometry_of(entry, data, layout_).element(i);
     if (entry.unit_last_dim) element = layout::select(element, element.dim() - 1, 0);
     return entry.data.with_layout(std::move(element));
   }
@@ -425,21 +430,16 @@ class RaggedTensorDict {
     const index_t last_dim = elements[0].size(-1);
     entry.shape_per_tensor = detail::shape_per_tensor_of(elements, fn);
     if (layout == RaggedLayout::packed) {
-      entry.first_idx = get_first_idx(detail::rows_per_element(entry.shape_per_tensor, fn));
+      entry.first_idx = detail::packed_first_idx(entry.shape_per_tensor, fn);
       entry.data = AnyTensor::empty(head.dtype(), Shape{entry.first_idx(batch), last_dim});
     } else {
       entry.data = AnyTensor::zeros(
           head.dtype(),
           detail::batched_shape(batch, fill_max_shape(entry.shape_per_tensor, {}), last_dim));
     }
-    for (index_t i = 0; i < batch; ++i) {
-      const Layout& data = entry.data.layout();
-      entry.data.assign_at(
-          layout == RaggedLayout::packed
-              ? detail::packed_element(data, entry.shape_per_tensor, entry.first_idx, i)
-              : detail::padded_element(data, entry.shape_per_tensor, i),
-          elements[static_cast<std::size_t>(i)], fn);
-    }
+    const detail::BatchGeometry geometry = geometry_of(entry, entry.data.layout(), layout);
+    for (index_t i = 0; i < batch; ++i)
+      entry.data.assign_at(geometry.element(i), elements[static_cast<std::size_t>(i)], fn);
     return entry;
   }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Segment reductions over packed rows (torch_scatter's segment_csr): first_idx holds CSR offsets,
 // segment e is rows [first_idx[e], first_idx[e + 1]) of the values. segment_reduce combines each
-// segment's rows with the Reduce combiners of scatter.hpp; segment_argmax / segment_argmin find
+// segment's rows with the Reduce combiners of reduce.hpp; segment_argmax / segment_argmin find
 // the row of each segment's extreme.
 //
 // Both are a walk of the view engine over blocks of rows, with each row's segment id as the index
@@ -11,10 +11,11 @@
 #include <array>
 #include <vector>
 
-#include "tbatch/batch/layouts.hpp"
 #include "tbatch/base/errors.hpp"
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/ops/reduce.hpp"
+#include "tbatch/ops/scatter_kernel.hpp"
 #include "tbatch/tensor/tensor.hpp"
-#include "tbatch/ops/scatter.hpp"
 #include "tbatch/view/engine.hpp"
 
 namespace tbatch {
@@ -32,11 +33,7 @@ inline Tensor<index_t> checked_segment_offsets(const char* function,
   Tensor<index_t> first = first_idx.contiguous();
   const index_t* p = first.data();
   const index_t segments = first.size(0) - 1;
-  if (p[0] != 0) fail<ValueError>(function, "first_idx[0] = ", p[0], ", expected 0");
-  for (index_t e = 0; e < segments; ++e)
-    if (p[e + 1] < p[e])
-      fail<ValueError>(function, "first_idx must not decrease, but first_idx[", e + 1,
-                       "] = ", p[e + 1], " < first_idx[", e, "] = ", p[e]);
+  check_first_idx(function, p, segments, [](index_t) {});
   if (p[segments] != rows)
     fail<ValueError>(function, "first_idx[", segments, "] = ", p[segments], " but values has ",
                      rows, " rows; the last offset must be the row count");

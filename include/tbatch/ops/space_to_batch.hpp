@@ -23,10 +23,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "tbatch/batch/layouts.hpp"
 #include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/parallel.hpp"
+#include "tbatch/batch/layouts.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
 
@@ -478,7 +478,7 @@ PaddedBatch<T> space_to_batch_nd(const PaddedBatch<T>& batch,
                                "element's data off index 0 of its slot; pad the end only");
   const index_t elements = batch.batch_size(), columns = batch.element_rank() - 1;
   const index_t outputs = plan.blocked_shape[0];
-  const index_t* sizes = batch.shape_per_tensor().data();  // contiguous, as the batch keeps it
+  const detail::BatchGeometry geometry = detail::geometry_of(batch);
   Tensor<index_t> out_sizes = Tensor<index_t>::empty(Shape{outputs, columns});
   index_t* out = out_sizes.data();
   // Output n = block * elements + b: element b seen from one block offset.
@@ -487,7 +487,7 @@ PaddedBatch<T> space_to_batch_nd(const PaddedBatch<T>& batch,
     for (index_t b = 0; b < elements; ++b, out += columns)
       for (index_t d = 0; d < columns; ++d) {
         const auto at = static_cast<std::size_t>(d);
-        const index_t size = sizes[b * columns + d];
+        const index_t size = geometry.size(b, d);
         out[d] = at < k.size() ? detail::blocked_extent(size, k[at], block_shape[at]) : size;
       }
   }
@@ -513,7 +513,7 @@ PaddedBatch<T> batch_to_space_nd(const PaddedBatch<T>& batch,
   const index_t m = static_cast<index_t>(block_shape.size());
   const index_t columns = batch.element_rank() - 1;
   const index_t outputs = plan.spatial_shape[0], inputs = batch.batch_size();
-  const Tensor<index_t>& sizes = batch.shape_per_tensor();
+  const detail::BatchGeometry geometry = detail::geometry_of(batch);
   // stride[i]: the linear block offset of offset 1 along block dim i alone.
   std::vector<index_t> stride(block_shape.size(), 1);
   for (std::size_t i = stride.size(); i-- > 1;)
@@ -523,13 +523,13 @@ PaddedBatch<T> batch_to_space_nd(const PaddedBatch<T>& batch,
   for (index_t b = 0; b < outputs; ++b)
     for (index_t d = 0; d < columns; ++d) {
       if (d >= m) {
-        whole(b, d) = sizes(b, d);
+        whole(b, d) = geometry.size(b, d);
         continue;
       }
       const auto at = static_cast<std::size_t>(d);
       index_t s = 0;
       for (index_t k = 0; k < block_shape[at]; ++k)
-        s += sizes(k * stride[at] * outputs + b, d);
+        s += geometry.size(k * stride[at] * outputs + b, d);
       whole(b, d) = s;
     }
   for (index_t n = 0; n < inputs; ++n) {
@@ -540,10 +540,10 @@ PaddedBatch<T> batch_to_space_nd(const PaddedBatch<T>& batch,
         const auto at = static_cast<std::size_t>(c);
         return c < m ? detail::blocked_extent(whole(b, c), k[at], block_shape[at]) : whole(b, c);
       };
-      if (sizes(n, d) != expected(d)) {
+      if (geometry.size(n, d) != expected(d)) {
         std::vector<index_t> got, want;
         for (index_t c = 0; c < columns; ++c) {
-          got.push_back(sizes(n, c));
+          got.push_back(geometry.size(n, c));
           want.push_back(expected(c));
         }
         detail::fail<ValueError>(

@@ -18,8 +18,8 @@
 
 #include "tbatch/base/shape.hpp"
 #include "tbatch/base/small_vector.hpp"
-#include "tbatch/view/streaming.hpp"
 #include "tbatch/view/aliasing.hpp"
+#include "tbatch/view/streaming.hpp"
 #include "tbatch/view/strided_view.hpp"
 #include "tbatch/view/walk.hpp"
 

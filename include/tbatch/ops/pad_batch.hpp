@@ -1,0 +1,319 @@
+#pragma once
+// pad of every batch layout: each element padded inside its own valid extent.
+
+#include <algorithm>
+#include <array>
+#include <initializer_list>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tbatch/base/checked_math.hpp"
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/batch/metadata.hpp"
+#include "tbatch/ops/pad_kernel.hpp"
+#include "tbatch/ops/pad_plan.hpp"
+#include "tbatch/tensor/tensor.hpp"
+#include "tbatch/view/engine.hpp"
+
+namespace tbatch {
+namespace detail {
+
+/// The classes of equal sizes among a batch's elements (rows of shape_per_tensor), numbered
+/// 0, 1, ... in order of first appearance. A hash table, so finding a row's class costs a few
+/// nanoseconds whatever the number of classes.
+class SizeClasses {
+ public:
+  explicit SizeClasses(index_t columns) : columns_(columns), slots_(64, 0) {}
+
+  /// The class of `sizes` (columns values), and whether this call added it.
+  std::pair<index_t, bool> find_or_add(const index_t* sizes) {
+    const std::size_t h = hash(sizes);
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t at = h & mask; slots_[at] != 0; at = (at + 1) & mask) {
+      const index_t* known = keys_.data() + (slots_[at] - 1) * columns_;
+      index_t d = 0;
+      while (d < columns_ && known[d] == sizes[d])
+        ++d;
+      if (d == columns_) return {slots_[at] - 1, false};
+    }
+    keys_.insert(keys_.end(), sizes, sizes + columns_);
+    ++count_;
+    if (2 * count_ > static_cast<index_t>(slots_.size()))
+      rehash(2 * slots_.size());
+    else
+      place(count_, h);
+    return {count_ - 1, true};
+  }
+
+ private:
+  std::size_t hash(const index_t* sizes) const {
+    std::size_t h = 1469598103934665603ull;  // FNV-1a over the sizes
+    for (index_t d = 0; d < columns_; ++d)
+      h = (h ^ static_cast<std::size_t>(sizes[d])) * 1099511628211ull;
+    return h;
+  }
+  void place(index_t id, std::size_t h) {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t at = h & mask;
+    while (slots_[at] != 0)
+      at = (at + 1) & mask;
+    slots_[at] = id;
+  }
+  void rehash(std::size_t size) {
+    slots_.assign(size, 0);
+    for (index_t c = 0; c < count_; ++c)
+      place(c + 1, hash(keys_.data() + c * columns_));
+  }
+
+  index_t columns_;
+  index_t count_ = 0;
+  std::vector<index_t> keys_;   // columns_ sizes per class
+  std::vector<index_t> slots_;  // class + 1, or 0 for an empty slot
+};
+
+/// The padded sizes of a batch's elements, checked against the mode's limits once per class of
+/// equal sizes (the first failing element is named, as classes are met in element order).
+struct PaddedSizes {
+  Tensor<index_t> sizes;                // (B, rank - 1): the output's shape_per_tensor
+  std::vector<index_t> class_of;        // each element's class
+  std::vector<index_t> first_of_class;  // the first element of each class
+  index_t most_rows = 0;                // the most rows (dims but the last) of an element
+};
+
+template <Batch B>
+PaddedSizes padded_sizes(const B& batch, const std::vector<DimPad>& pads, PadMode mode) {
+  const index_t batch_size = batch.batch_size(), columns = batch.element_rank() - 1;
+  const Tensor<index_t> sizes_in = batch.shape_per_tensor();
+  const index_t* in = sizes_in.data();
+  PaddedSizes result{Tensor<index_t>::empty(Shape{batch_size, columns}),
+                     std::vector<index_t>(static_cast<std::size_t>(batch_size)),
+                     {},
+                     0};
+  index_t* out = result.sizes.data();
+  SizeClasses classes(columns);
+  for (index_t i = 0; i < batch_size; ++i) {
+    const auto [c, added] = classes.find_or_add(in + i * columns);
+    result.class_of[static_cast<std::size_t>(i)] = c;
+    if (added) {
+      result.first_of_class.push_back(i);
+      const Shape shape = padded_shape(batch.shape_of(i), pads, mode, "pad", i);
+      index_t rows = 1;
+      for (index_t d = 0; d < columns; ++d)
+        rows = checked_mul(rows, out[i * columns + d] = shape[d], "pad");
+      result.most_rows = std::max(result.most_rows, rows);
+    } else {
+      std::copy_n(out + result.first_of_class[static_cast<std::size_t>(c)] * columns, columns,
+                  out + i * columns);
+    }
+  }
+  return result;
+}
+
+/// A batch of the same layout as `batch` for elements of `sizes` (padded and checked),
+/// allocated, nothing written. Padded slots grow by the pads (max_shape + before + after);
+/// packed rows follow the new sizes.
+template <Batch B>
+B allocate_padded_batch(const B& batch, const Tensor<index_t>& sizes,
+                        const std::vector<DimPad>& pads, PadMode mode) {
+  using T = typename B::value_type;
+  if constexpr (std::is_same_v<B, PackedBatch<T>>) {
+    const Shape last =
+        padded_shape(Shape{batch.last_dim()}, {pads.back()}, PadMode::constant, "pad");
+    const Tensor<index_t> first_idx = packed_first_idx(sizes, "pad");
+    Tensor<T> data = Tensor<T>::empty(Shape{first_idx.data()[sizes.size(0)], last[0]});
+    return PackedBatch<T>(std::move(data), sizes, first_idx);
+  } else {
+    // Exact: every slot is an element, so the mode's limits apply even to an empty batch;
+    // padded: the slot's sizes only need to stay >= 0.
+    const Shape slot(batch.data().shape().begin() + 1, batch.data().shape().end());
+    const PadMode slot_mode = std::is_same_v<B, ExactBatch<T>> ? mode : PadMode::constant;
+    Shape data_shape{batch.batch_size()};
+    for (index_t s : padded_shape(slot, pads, slot_mode, "pad"))
+      data_shape.push_back(s);
+    Tensor<T> data = Tensor<T>::empty(data_shape);
+    if constexpr (std::is_same_v<B, ExactBatch<T>>)
+      return ExactBatch<T>(std::move(data));
+    else
+      return PaddedBatch<T>(std::move(data), sizes);
+  }
+}
+
+/// For each row (position over all dims but the last) of `rows_shape`, where the padded element
+/// reads it from: the offset of the source row from the element's start (the element's dims
+/// are `plan`, its strides `in_strides`), or -1 for a row of `value`: a constant border row, or
+/// a row outside the padded element (rows_shape may be a padded batch's slot). Built with the
+/// view engine: each dim's offsets spread over the others and summed.
+inline Tensor<index_t> source_rows_of(const Shape& rows_shape, const std::vector<PadDim>& plan,
+                                      const Strides& in_strides, PadMode mode) {
+  Tensor<index_t> sources(rows_shape, index_t(0));
+  const auto rows_rank = static_cast<index_t>(rows_shape.size());
+  for (index_t d = 0; d < rows_rank; ++d) {
+    const PadDim& p = plan[static_cast<std::size_t>(d)];
+    Tensor<index_t> along = Tensor<index_t>::empty(Shape{rows_shape[d]});
+    for (index_t j = 0; j < rows_shape[d]; ++j) {
+      const index_t source = j < p.size_out ? source_index(mode, p, j) : -1;
+      along.data()[j] = source < 0 ? -1 : source * in_strides[d];
+    }
+    Strides spread(std::size_t(rows_rank), 0);
+    spread[d] = 1;
+    for_each([](index_t& row, const index_t& part) { row = row < 0 || part < 0 ? -1 : row + part; },
+             sources.view(),
+             StridedView<const index_t>(along.view()).with_layout(Layout{rows_shape, spread, 0}));
+  }
+  return sources;
+}
+
+/// Rows an element (or a padded batch's slot) may have for pad_batch_by_rows, so that its table
+/// of source rows stays small.
+inline constexpr index_t pad_rows_limit = 4096;
+/// Rows of source-row tables kept at once (8 bytes each) before they are dropped and rebuilt.
+inline constexpr index_t pad_rows_cache = index_t(1) << 17;
+
+/// pad of a batch whose elements are rows dense along the last dim, into `out` (allocated),
+/// row by row: each output row is a source row padded by one RowPadder, or `value`. Elements of
+/// a class of equal sizes share one table of source rows (source_rows_of), so an element costs
+/// its rows and no planning. The output is written whole (a padded batch's slot padding
+/// included) and in address order, through the cache.
+template <Batch B>
+void pad_batch_by_rows(const B& batch, B& out, const PaddedSizes& padded,
+                       const std::vector<DimPad>& pads, PadMode mode,
+                       typename B::value_type value) {
+  using T = typename B::value_type;
+  const index_t columns = batch.element_rank() - 1;
+  Shape element_shape = Shape::filled(std::size_t(batch.element_rank()), 0);
+  element_shape.set(columns, batch.last_dim());  // the other dims' sizes are per class
+  const std::vector<PadDim> plan = plan_pad(element_shape, pads);
+  const RowPadder<T> row_padder(plan.back(), mode, value);
+  const index_t row_length = row_padder.size_out;
+  const Tensor<index_t> sizes_in = batch.shape_per_tensor();
+  Tensor<T> out_data = out.data();
+  const Shape& out_shape = out_data.shape();
+  const Shape slot_rows(out_shape.begin() + 1, out_shape.end() - 1);  // padded batches only
+
+  auto table_of = [&](index_t c) {
+    const index_t i = padded.first_of_class[static_cast<std::size_t>(c)];
+    std::vector<PadDim> element_plan = plan;
+    Shape rows_shape =
+        std::is_same_v<B, PaddedBatch<T>> ? slot_rows : Shape::filled(std::size_t(columns), 0);
+    for (index_t d = 0; d < columns; ++d) {
+      PadDim& p = element_plan[static_cast<std::size_t>(d)];
+      p = plan_pad(Shape{sizes_in.data()[i * columns + d]}, {DimPad{p.before, p.after}})[0];
+      if constexpr (!std::is_same_v<B, PaddedBatch<T>>) rows_shape.set(d, p.size_out);
+    }
+    return source_rows_of(rows_shape, element_plan, batch.element(i).strides(), mode);
+  };
+  // The tables, one after another in `arena`; a class's span starts at -1 until it is built.
+  struct Span {
+    index_t start = -1, count = 0;
+  };
+  std::vector<Span> spans(padded.first_of_class.size());
+  std::vector<index_t> arena;
+  const T* in = batch.data().data();
+  T* written = out_data.data();
+  const BatchGeometry in_place = geometry_of(batch);
+  const BatchGeometry out_place = geometry_of(out);
+  for (index_t i = 0; i < batch.batch_size(); ++i) {
+    Span& span = spans[static_cast<std::size_t>(padded.class_of[static_cast<std::size_t>(i)])];
+    if (span.start < 0) {
+      if (static_cast<index_t>(arena.size()) > pad_rows_cache) {  // many sizes: start again
+        arena.clear();
+        std::fill(spans.begin(), spans.end(), Span{});
+      }
+      const Tensor<index_t> table = table_of(padded.class_of[static_cast<std::size_t>(i)]);
+      span = Span{static_cast<index_t>(arena.size()), table.numel()};
+      arena.insert(arena.end(), table.data(), table.data() + span.count);
+    }
+    const index_t* sources = arena.data() + span.start;
+    const index_t n = span.count;
+    const T* element = in + in_place.start(i);
+    T* target = written + out_place.start(i);
+    for (index_t r = 0; r < n;) {
+      if (sources[r] >= 0) {
+        row_padder.write(target, element + sources[r]);
+        ++r;
+        target += row_length;
+        continue;
+      }
+      index_t fills = 1;  // consecutive rows of `value` are one fill
+      while (r + fills < n && sources[r + fills] < 0)
+        ++fills;
+      std::fill_n(target, fills * row_length, value);
+      r += fills;
+      target += fills * row_length;
+    }
+  }
+}
+
+/// pad for every batch layout, once: each element(i) is padded into element(i) of a result of
+/// the same layout, so borders only ever read the element's own data. Elements with rows dense
+/// along the last dim and at most pad_rows_limit rows (a padded batch: per slot) go row by row
+/// (pad_batch_by_rows); larger ones through pad_views, whose per-call planning their size
+/// repays.
+template <Batch B>
+B pad_batch(const B& batch, const std::vector<DimPad>& pads, PadMode mode,
+            typename B::value_type value) {
+  using T = typename B::value_type;
+  constexpr bool padded_layout = std::is_same_v<B, PaddedBatch<T>>;
+  const PaddedSizes padded = padded_sizes(batch, pads, mode);
+  B out = allocate_padded_batch(batch, padded.sizes, pads, mode);
+  const Tensor<T>& data = out.data();
+  const index_t slot_rows =
+      padded_layout && data.numel() > 0 ? data.numel() / data.size(0) / data.size(-1) : 0;
+  const Tensor<T>& source_data = batch.data();
+  if ((source_data.size(-1) <= 1 || source_data.stride(-1) == 1) &&
+      std::max(padded.most_rows, slot_rows) <= pad_rows_limit) {
+    pad_batch_by_rows(batch, out, padded, pads, mode, value);
+    return out;
+  }
+  const Stores stores = stores_for_output(out.data());
+  Tensor<T> out_data = out.data();
+  const StridedView<T> all = out_data.view();
+  const BatchGeometry geometry = geometry_of(out);
+  for (index_t i = 0; i < batch.batch_size(); ++i) {
+    const Tensor<T> source = batch.element(i);
+    Tensor<T> target = out.element(i);
+    pad_views<T>(source.view(), target.view(), pads, mode, value, stores);
+    geometry.for_each_padding(all.layout(), i, [&](const Layout& box) {
+      fill_view(all.with_layout(box), value, Stores::cached);
+    });
+  }
+  return out;
+}
+
+}  // namespace detail
+
+/// Each element of a batch padded inside its own valid extent (borders never read the batch
+/// padding or a neighbour), returned in the same layout with updated shape_per_tensor /
+/// first_idx. `pad` applies to the element's dims, last dim first (at most 2 * element_rank
+/// values). Padded slots grow by the pads (max_shape[d] + before + after) and everything outside
+/// the elements is `value`. The dense form's errors, with the limits checked per element (the
+/// message names the element).
+template <Batch B>
+B pad(const B& batch, const std::vector<index_t>& pad, PadMode mode = PadMode::constant,
+      typename B::value_type value = typename B::value_type(0)) {
+  detail::check_pad_mode(mode, "pad");
+  detail::check_pad_value(mode, value, "pad");
+  return detail::pad_batch(
+      batch, detail::pads_from_flat(pad, batch.element_rank(), "pad", detail::batch_subject), mode,
+      value);
+}
+
+/// Batch pad with one {before, after} pair per element dim, first dim first (exactly
+/// element_rank pairs, or none: ShapeError otherwise).
+template <Batch B>
+B pad(const B& batch, const std::vector<std::array<index_t, 2>>& pairs,
+      PadMode mode = PadMode::constant, typename B::value_type value = typename B::value_type(0)) {
+  detail::check_pad_mode(mode, "pad");
+  detail::check_pad_value(mode, value, "pad");
+  return detail::pad_batch(
+      batch, detail::pads_from_pairs(pairs, batch.element_rank(), "pad", detail::batch_subject),
+      mode, value);
+}
+template <Batch B>
+B pad(const B& batch, std::initializer_list<std::array<index_t, 2>> pairs,
+      PadMode mode = PadMode::constant, typename B::value_type value = typename B::value_type(0)) {
+  return pad(batch, std::vector<std::array<index_t, 2>>(pairs), mode, value);
+}
+
+}  // namespace tbatch

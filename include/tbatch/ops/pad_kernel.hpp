@@ -1,0 +1,296 @@
+#pragma once
+// pad's kernel on views: the interior copy and the border slabs, the fused row pass and the
+// blocking; pad_views serves the dense forms and the large elements of batches.
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tbatch/base/parallel.hpp"
+#include "tbatch/ops/pad_plan.hpp"
+#include "tbatch/tensor/tensor.hpp"
+#include "tbatch/view/constant_rows.hpp"
+#include "tbatch/view/engine.hpp"
+#include "tbatch/view/layout.hpp"
+
+namespace tbatch {
+namespace detail {
+
+/// Elements per 64-byte chunk of copy_row.
+template <class T>
+inline constexpr index_t row_chunk = std::max<index_t>(1, 64 / index_t(sizeof(T)));
+
+/// Copies a row of n elements (no overlap). Rows of one to 16 cache lines are copied inline, in
+/// fixed-size 64-byte chunks the compiler turns into single vector moves, the last chunk ending
+/// at the row's end (overlapping the one before): on 56-float rows a memmove call per row
+/// costs more than the copy. Other rows go to memmove.
+template <class T>
+void copy_row(T* out, const T* in, index_t n) {
+  constexpr index_t chunk = row_chunk<T>;
+  if (n < chunk || n > 16 * chunk) {
+    std::copy_n(in, n, out);
+    return;
+  }
+  index_t i = 0;
+  for (; i + chunk <= n; i += chunk)
+    std::memcpy(static_cast<void*>(out + i), in + i, chunk * sizeof(T));
+  if (i < n) std::memcpy(static_cast<void*>(out + n - chunk), in + n - chunk, chunk * sizeof(T));
+}
+
+/// How each row (along the last dim, dense on both sides) of a pad is written: [left border |
+/// source columns | right border], the borders `value` in constant mode, else copied from the
+/// source row by the mode's rule. A crop of the last dim is a narrower window of the row.
+template <class T>
+struct RowPadder {
+  index_t lo, hi, size_out;
+  index_t first;  // the source column of output column lo
+  bool constant;
+  T value;
+  std::vector<index_t> left, right;  // the source column of each border column
+
+  RowPadder(const PadDim& p, PadMode mode, T fill)
+      : lo(p.lo),
+        hi(p.hi),
+        size_out(p.size_out),
+        first(p.lo - p.before),
+        constant(mode == PadMode::constant),
+        value(fill) {
+    if (constant) return;
+    for (index_t j = 0; j < lo; ++j)
+      left.push_back(source_index(mode, p, j));
+    for (index_t j = hi; j < size_out; ++j)
+      right.push_back(source_index(mode, p, j));
+  }
+
+  void write(T* out, const T* in) const {
+    copy_row(out + lo, in + first, hi - lo);
+    if (constant) {
+      std::fill_n(out, lo, value);
+      std::fill_n(out + hi, size_out - hi, value);
+    } else {
+      for (index_t j = 0; j < lo; ++j)
+        out[j] = in[left[static_cast<std::size_t>(j)]];
+      for (index_t j = hi; j < size_out; ++j)
+        out[j] = in[right[static_cast<std::size_t>(j - hi)]];
+    }
+  }
+};
+
+/// The interior copy and the borders of the last two dims in one pass, plane by plane:
+/// `src_planes` and `dst_planes` are the source and destination narrowed to the interior on every
+/// dim but the last two, which are whole; both are dense along the last dim. Each output row of a
+/// plane is written in order, [left border | row | right border], border rows included, every
+/// value read from the source (or `value`). So the output streams out once, in address order: a
+/// later pass over the border rows touches a few lines per plane, far apart, that the prefetcher
+/// has not fetched (on 56 x 56 planes that pass made pad about 10% slower). It writes through
+/// the cache: streaming its rows (composed in a small buffer, whole lines streamed out)
+/// measured 0.5-1.1x of this on outputs of 3-110 MB. With streaming `stores`, constant mode on
+/// dense output rows of at least a line goes to stream_constant_rows where the CPU has it.
+/// The shortest output row pad_planes_fused streams: composing lines from masked loads costs more
+/// than streaming saves on short rows. 64 MiB outputs padded by one on each side of the last dim
+/// (AVX-512, 2-core VM) took 2.5-2.8x the cached pass's time with rows of 128-192 bytes, 1.13x
+/// at 256, 0.87-0.94x at 384-512.
+inline constexpr index_t streamed_row_min_bytes = 384;
+
+template <class T>
+void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<T>& dst_planes,
+                      const PadDim& ph, const PadDim& pw, PadMode mode, T value, Stores stores) {
+  const index_t rank = dst_planes.dim();
+  // The source row each output row of a plane copies; -1 for a constant border row.
+  std::vector<index_t> source_rows(static_cast<std::size_t>(ph.size_out));
+  for (index_t j = 0; j < ph.size_out; ++j)
+    source_rows[static_cast<std::size_t>(j)] = source_index(mode, ph, j);
+  const RowPadder<T> row_padder(pw, mode, value);
+  const index_t lo = pw.lo, size_out = pw.size_out, width = pw.hi - lo;
+  const index_t in_row = src_planes.strides()[rank - 2], out_row = dst_planes.strides()[rank - 2];
+  auto write_plane = [&](T* out, const T* in) {
+    for (index_t j = 0; j < ph.size_out; ++j) {
+      T* row = out + j * out_row;
+      const index_t source_row = source_rows[static_cast<std::size_t>(j)];
+      if (source_row < 0)
+        std::fill_n(row, size_out, value);
+      else
+        row_padder.write(row, in + source_row * in_row);
+    }
+  };
+  [[maybe_unused]] const bool streamed =
+      row_padder.constant && stores == Stores::streaming && out_row == size_out &&
+      size_out * index_t(sizeof(T)) >= streamed_row_min_bytes && constant_rows_supported();
+  [[maybe_unused]] const ConstantRows rows{.rows = ph.size_out,
+                                           .row_length = size_out,
+                                           .lo = lo,
+                                           .width = width,
+                                           .source_rows = source_rows.data(),
+                                           .in_row_stride = in_row};
+  // The engine walks the planes' first elements; each run is a line of planes.
+  for_each_run(
+      "pad",
+      [&](index_t n, const std::array<index_t, 2>& stride, T* out, const T* in) {
+#if TBATCH_CONSTANT_ROWS
+        if (streamed) {
+          stream_constant_planes(out, in + row_padder.first, n, stride, rows, value);
+          return;
+        }
+#endif
+        for (index_t i = 0; i < n; ++i)
+          write_plane(out + i * stride[0], in + i * stride[1]);
+      },
+      dst_planes.select(rank - 1, 0).select(rank - 2, 0),
+      src_planes.select(rank - 1, 0).select(rank - 2, 0));
+}
+
+/// Pads `src` into `dst` (shapes already checked, no overlap) when every border reads the
+/// written interior: the interior copy, then per dim (innermost first) its border slabs over
+/// the dims already done (whole) and the dims still to do (interior only). When the last dim
+/// is padded and dense on both sides, one pass plane by plane writes the interior and the
+/// borders of the last two dims. Writes with `stores`, except where later border passes read
+/// the output back (modes other than constant), which needs it in the cache.
+template <class T>
+void pad_block(const StridedView<const T>& src, const StridedView<T>& dst,
+               const std::vector<PadDim>& plan, PadMode mode, T value, Stores stores) {
+  const index_t rank = dst.dim();
+  StridedView<const T> from = src, planes_in = src;
+  StridedView<T> to = dst, planes_out = dst;
+  bool has_interior = true;
+  for (index_t d = 0; d < rank; ++d) {
+    const PadDim& p = plan[static_cast<std::size_t>(d)];
+    if (!p.pads()) continue;
+    if (p.hi == p.lo) has_interior = false;
+    if (!has_interior) break;
+    from = from.narrow(d, p.lo - p.before, p.hi - p.lo);
+    to = to.narrow(d, p.lo, p.hi - p.lo);
+    if (d + 2 < rank) {
+      planes_in = planes_in.narrow(d, p.lo - p.before, p.hi - p.lo);
+      planes_out = planes_out.narrow(d, p.lo, p.hi - p.lo);
+    }
+  }
+  const bool fused = rank > 0 && has_interior && plan.back().pads() &&
+                     src.strides()[rank - 1] == 1 && dst.strides()[rank - 1] == 1;
+  // An unpadded dim's plan entry may not hold its size (pad_blocked folds and splits those
+  // dims), so the rows of an unpadded plane are counted from the view.
+  auto unpadded = [](index_t size) { return PadDim{size, size, 0, 0, 0, size}; };
+  const index_t border_passes = fused ? rank - 2 : rank;  // dims [0, border_passes) pass later
+  if (mode != PadMode::constant && std::any_of(plan.begin(), plan.begin() + border_passes,
+                                               [](const PadDim& p) { return p.pads(); }))
+    stores = Stores::cached;
+  if (fused && rank == 1)  // a single row: a plane of one unpadded row
+    pad_planes_fused(planes_in.unsqueeze(0), planes_out.unsqueeze(0), unpadded(1), plan[0], mode,
+                     value, stores);
+  else if (fused)
+    pad_planes_fused(
+        planes_in, planes_out,
+        plan[plan.size() - 2].pads() ? plan[plan.size() - 2] : unpadded(dst.size(rank - 2)),
+        plan.back(), mode, value, stores);
+  else if (has_interior)
+    copy_planned<T, T>(from, to, stores);
+
+  for (index_t d = border_passes; d-- > 0;) {
+    const PadDim& p = plan[static_cast<std::size_t>(d)];
+    if (!p.pads()) continue;
+    StridedView<T> region = dst;
+    for (index_t e = 0; e < d; ++e) {
+      const PadDim& q = plan[static_cast<std::size_t>(e)];
+      if (q.pads()) region = region.narrow(e, q.lo, q.hi - q.lo);
+    }
+    if (region.numel() == 0) continue;
+    const std::array<std::pair<index_t, index_t>, 2> borders{
+        {{0, p.lo}, {p.hi, p.size_out - p.hi}}};
+    for (const auto& [j0, n] : borders) {
+      if (n == 0) continue;
+      const StridedView<T> slab = region.narrow(d, j0, n);
+      if (mode == PadMode::constant)
+        fill_view(slab, value, stores);
+      else
+        copy_planned<T, T>(border_source_view(region, d, mode, p, j0, n), slab);
+    }
+  }
+}
+
+/// Bytes of output per block: small enough that a block's interior is still in cache when its
+/// borders are copied from it.
+inline constexpr index_t pad_block_bytes = index_t(1) << 19;
+
+/// pad_block over blocks of the leading dims that are not padded (they are independent), so
+/// each block's borders are written while the block is in cache.
+template <class T>
+void pad_blocked(const StridedView<const T>& src, const StridedView<T>& dst,
+                 std::vector<PadDim> plan, PadMode mode, T value, Stores stores) {
+  index_t lead = 0;
+  while (lead < dst.dim() && !plan[static_cast<std::size_t>(lead)].pads())
+    ++lead;
+  if (lead == 0 || lead == dst.dim()) {
+    pad_block(src, dst, plan, mode, value, stores);
+    return;
+  }
+  StridedView<const T> in = src;
+  StridedView<T> out = dst;
+  if (lead > 1) {  // fold the leading dims into one when both layouts allow it
+    auto in_folded = layout::try_flatten(src.layout(), 0, lead - 1);
+    auto out_folded = layout::try_flatten(dst.layout(), 0, lead - 1);
+    if (in_folded && out_folded) {
+      in = src.with_layout(std::move(*in_folded));
+      out = dst.with_layout(std::move(*out_folded));
+      plan.erase(plan.begin() + 1, plan.begin() + lead);
+    }
+  }
+  const index_t rows = out.size(0);
+  const index_t row_bytes = out.numel() / rows * index_t(sizeof(T));
+  const index_t step = std::max<index_t>(1, pad_block_bytes / std::max<index_t>(row_bytes, 1));
+  parallel_for(0, rows, step, out.numel() * index_t(sizeof(T)) > parallel_min_bytes,
+               [&](index_t r) {
+                 const index_t n = std::min(step, rows - r);
+                 pad_block(in.narrow(0, r, n), out.narrow(0, r, n), plan, mode, value, stores);
+               });
+}
+
+/// The pad kernel: writes `src` padded by `pads` into `dst` (shape checked by the caller, no
+/// overlap with src). Dims whose borders mirror data a crop removed are padded into a
+/// temporary without that crop (without crops every border reads the interior, by the mode's
+/// limits), and the crop is copied out of it. `stores` is how the output is written (the
+/// temporary is read back, so goes through the cache).
+template <class T>
+void pad_views(const StridedView<const T>& src, const StridedView<T>& dst,
+               const std::vector<DimPad>& pads, PadMode mode, T value, Stores stores) {
+  if (dst.numel() == 0) return;
+  const std::vector<PadDim> plan = plan_pad(src.shape(), pads);
+  if (mode != PadMode::constant) {
+    std::vector<DimPad> uncropped = pads;
+    bool needs_temporary = false;
+    for (std::size_t d = 0; d < plan.size(); ++d) {
+      if (!plan[d].pads() || borders_read_interior(mode, plan[d])) continue;
+      uncropped[d] =
+          DimPad{std::max<index_t>(pads[d].before, 0), std::max<index_t>(pads[d].after, 0)};
+      needs_temporary = true;
+    }
+    if (needs_temporary) {
+      Shape wide;
+      for (std::size_t d = 0; d < plan.size(); ++d)
+        wide.push_back(plan[d].size_in + uncropped[d].before + uncropped[d].after);
+      Tensor<T> canvas = Tensor<T>::empty(wide);
+      const std::vector<PadDim> uncropped_plan = plan_pad(src.shape(), uncropped);
+      for ([[maybe_unused]] const PadDim& p : uncropped_plan)
+        TBATCH_ASSERT(!p.pads() || borders_read_interior(mode, p));
+      pad_blocked(src, canvas.view(), uncropped_plan, mode, value, Stores::cached);
+      StridedView<const T> cropped = canvas.view();
+      for (std::size_t d = 0; d < plan.size(); ++d)
+        cropped = cropped.narrow(static_cast<index_t>(d), uncropped[d].before - pads[d].before,
+                                 plan[d].size_out);
+      copy_planned<T, T>(cropped, dst, stores);
+      return;
+    }
+  }
+  pad_blocked(src, dst, plan, mode, value, stores);
+}
+
+template <class T>
+Tensor<T> pad_tensor(const Tensor<T>& x, const std::vector<DimPad>& pads, PadMode mode, T value) {
+  Tensor<T> out = Tensor<T>::empty(padded_shape(x.shape(), pads, mode, "pad"));
+  pad_views<T>(x.view(), out.view(), pads, mode, value, stores_for_output(out));
+  return out;
+}
+
+}  // namespace detail
+}  // namespace tbatch

@@ -1,0 +1,316 @@
+#pragma once
+// Reductions: how values that meet in one slot are combined (Reduce, torch's scatter_reduce
+// names), shared by the scatter family and the segment reductions.
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <ostream>
+#include <string_view>
+#include <type_traits>
+
+#include "tbatch/base/dtype.hpp"
+#include "tbatch/base/errors.hpp"
+
+namespace tbatch {
+
+/// How values that meet in one slot are combined (torch's scatter_reduce names).
+enum class Reduce { sum, prod, mean, amax, amin };
+
+/// "sum", "prod", "mean", "amax" or "amin".
+inline std::string_view reduce_name(Reduce reduce) {
+  switch (reduce) {
+    case Reduce::sum:
+      return "sum";
+    case Reduce::prod:
+      return "prod";
+    case Reduce::mean:
+      return "mean";
+    case Reduce::amax:
+      return "amax";
+    case Reduce::amin:
+      return "amin";
+  }
+  return "invalid";
+}
+inline std::ostream& operator<<(std::ostream& out, Reduce reduce) {
+  return out << reduce_name(reduce);
+}
+
+namespace detail {
+
+// ---------------------------------------------------------------------------------------------
+// Combiners: the one place that defines how two values meet. Each has apply(target, value) for a
+// single element and chunk(out, in) for one 64-byte chunk of a dense row. Integer arithmetic
+// wraps (as torch does in practice) and is done in unsigned types, so overflow is never undefined
+// behaviour.
+
+/// a + b, wrapping for integers.
+template <class T>
+T wrapping_add(T a, T b) {
+  if constexpr (IntegralElement<T>) {
+    using U = std::make_unsigned_t<decltype(a + b)>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return static_cast<T>(a + b);
+  }
+}
+
+/// a * b, wrapping for integers.
+template <class T>
+T wrapping_mul(T a, T b) {
+  if constexpr (IntegralElement<T>) {
+    using U = std::make_unsigned_t<decltype(a * b)>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return static_cast<T>(a * b);
+  }
+}
+
+template <class T>
+bool is_nan(const T& value) {
+  if constexpr (FloatingElement<T>)
+    return Eigen::numext::isnan(value);
+  else
+    return false;
+}
+
+/// Dense rows are combined in chunks of one cache line (64 bytes) of elements, each a
+/// compile-time-sized block that the compiler turns into a few vector instructions, inline; a
+/// run-time-sized loop or memmove per row costs twice as much on short rows (16 floats).
+template <class T>
+inline constexpr index_t chunk_width = std::max<index_t>(1, 64 / index_t(sizeof(T)));
+
+/// float and double chunks are combined with Eigen's vectorised fixed-size array maps.
+template <class T>
+inline constexpr bool eigen_vectorised = std::is_floating_point_v<T>;
+
+template <class T>
+using ChunkMap = Eigen::Map<Eigen::Array<T, chunk_width<T>, 1>>;
+template <class T>
+using ConstChunkMap = Eigen::Map<const Eigen::Array<T, chunk_width<T>, 1>>;
+
+/// Applies op.apply element-wise to one chunk (a fixed trip count the compiler can unroll).
+template <class Op, class T>
+void apply_chunk(const Op& op, T* out, const T* in) {
+  for (index_t i = 0; i < chunk_width<T>; ++i)
+    op.apply(out[i], in[i]);
+}
+
+/// Overwrite: the target takes the value.
+template <class T>
+struct AssignOp {
+  void apply(T& target, const T& value) const { target = value; }
+  void chunk(T* out, const T* in) const {
+    std::memcpy(static_cast<void*>(out), in, chunk_width<T> * sizeof(T));
+  }
+};
+
+/// Reduce::sum (and the accumulation of Reduce::mean).
+template <class T>
+struct SumOp {
+  void apply(T& target, const T& value) const { target = wrapping_add(target, value); }
+  void chunk(T* out, const T* in) const {
+    if constexpr (eigen_vectorised<T>) {
+      ChunkMap<T> target(out);
+      target += ConstChunkMap<T>(in);
+    } else {
+      apply_chunk(*this, out, in);
+    }
+  }
+};
+
+/// target += alpha * value (torch's index_add with alpha).
+template <class T>
+struct ScaledSumOp {
+  T alpha;
+  void apply(T& target, const T& value) const {
+    target = wrapping_add(target, wrapping_mul(alpha, value));
+  }
+  void chunk(T* out, const T* in) const {
+    if constexpr (eigen_vectorised<T>) {
+      ChunkMap<T> target(out);
+      target += alpha * ConstChunkMap<T>(in);
+    } else {
+      apply_chunk(*this, out, in);
+    }
+  }
+};
+
+/// Reduce::prod.
+template <class T>
+struct ProdOp {
+  void apply(T& target, const T& value) const { target = wrapping_mul(target, value); }
+  void chunk(T* out, const T* in) const {
+    if constexpr (eigen_vectorised<T>) {
+      ChunkMap<T> target(out);
+      target *= ConstChunkMap<T>(in);
+    } else {
+      apply_chunk(*this, out, in);
+    }
+  }
+};
+
+/// Reduce::amax: NaN wins (it propagates, as in torch); on ties the target is kept.
+template <class T>
+struct MaxOp {
+  void apply(T& target, const T& value) const {
+    const bool take = is_nan(value) || value > target;
+    target = take ? value : target;  // a select, not a branch: it vectorises
+  }
+  void chunk(T* out, const T* in) const {
+    if constexpr (eigen_vectorised<T>) {
+      ChunkMap<T> target(out);
+      const ConstChunkMap<T> value(in);
+      target = (value.isNaN() || value > target).select(value, target);
+    } else {
+      apply_chunk(*this, out, in);
+    }
+  }
+};
+
+/// Reduce::amin: NaN wins (it propagates, as in torch); on ties the target is kept.
+template <class T>
+struct MinOp {
+  void apply(T& target, const T& value) const {
+    const bool take = is_nan(value) || value < target;
+    target = take ? value : target;  // a select, not a branch: it vectorises
+  }
+  void chunk(T* out, const T* in) const {
+    if constexpr (eigen_vectorised<T>) {
+      ChunkMap<T> target(out);
+      const ConstChunkMap<T> value(in);
+      target = (value.isNaN() || value < target).select(value, target);
+    } else {
+      apply_chunk(*this, out, in);
+    }
+  }
+};
+
+/// Calls fn(op) with the combiner of `reduce` (Reduce::mean accumulates with SumOp).
+template <class T, class Fn>
+void with_reduce_op(Reduce reduce, Fn&& fn) {
+  switch (reduce) {
+    case Reduce::sum:
+    case Reduce::mean:
+      fn(SumOp<T>{});
+      return;
+    case Reduce::prod:
+      fn(ProdOp<T>{});
+      return;
+    case Reduce::amax:
+      fn(MaxOp<T>{});
+      return;
+    case Reduce::amin:
+      fn(MinOp<T>{});
+      return;
+  }
+}
+
+/// The value that leaves any other unchanged under `reduce`: 0, 1, -inf (lowest) or +inf (max).
+template <class T>
+T reduce_identity(Reduce reduce) {
+  switch (reduce) {
+    case Reduce::prod:
+      return T(1);
+    case Reduce::amax:
+      if constexpr (FloatingElement<T>)
+        return static_cast<T>(-Eigen::NumTraits<T>::infinity());
+      else
+        return std::numeric_limits<T>::lowest();
+    case Reduce::amin:
+      if constexpr (FloatingElement<T>)
+        return Eigen::NumTraits<T>::infinity();
+      else
+        return std::numeric_limits<T>::max();
+    case Reduce::sum:
+    case Reduce::mean:
+      break;
+  }
+  return T(0);
+}
+
+/// sum / count for Reduce::mean: true division for floating types (half and bfloat16 divide in
+/// float), floor division for integers (as torch).
+template <class T>
+T mean_of(T sum, index_t count) {
+  if constexpr (FloatingElement<T>) {
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, T, float>;
+    return static_cast<T>(static_cast<Acc>(sum) / static_cast<Acc>(count));
+  } else if constexpr (std::is_signed_v<T>) {
+    const std::int64_t s = sum;
+    std::int64_t q = s / count;
+    if (s % count != 0 && s < 0) --q;
+    return static_cast<T>(q);
+  } else {
+    return static_cast<T>(static_cast<std::uint64_t>(sum) / static_cast<std::uint64_t>(count));
+  }
+}
+
+/// ValueError unless `reduce` is one of the five enumerators.
+inline void check_reduce(const char* function, Reduce reduce) {
+  if (reduce_name(reduce) == "invalid")
+    fail<ValueError>(function, "reduce ", static_cast<int>(reduce),
+                     " is not one of sum, prod, mean, amax, amin");
+}
+
+/// TypeError for reductions on bool (called only where T is bool).
+[[noreturn]] inline void fail_bool_reduction(const char* function, std::string_view what) {
+  fail<TypeError>(function, what,
+                  " is not defined for bool tensors; convert to an integer type first");
+}
+
+/// Applies op to one dense run of n elements: whole chunks, then the tail.
+template <class Op, class T>
+inline void combine_dense(const Op& op, T* out, const T* in, index_t n) {
+  index_t i = 0;
+  for (; i + chunk_width<T> <= n; i += chunk_width<T>)
+    op.chunk(out + i, in + i);
+  for (; i < n; ++i)
+    op.apply(out[i], in[i]);
+}
+
+/// Combines `count` dense rows (row r at in + r * in_row) into one dense output row of n
+/// elements, in row order. Each chunk of the output stays in a local accumulator across the
+/// rows, so a row does not wait for the previous row's store; the operations and their order
+/// are those of combine_dense row after row, so results are identical.
+template <class Op, class T>
+inline void combine_dense_rows(const Op& op, T* out, const T* in, index_t in_row, index_t count,
+                               index_t n) {
+  constexpr index_t w = chunk_width<T>;
+  index_t i = 0;
+  for (; i + w <= n; i += w) {
+    T acc[static_cast<std::size_t>(w)];
+    std::memcpy(static_cast<void*>(acc), out + i, sizeof acc);
+    for (index_t r = 0; r < count; ++r)
+      op.chunk(acc, in + r * in_row + i);
+    std::memcpy(static_cast<void*>(out + i), acc, sizeof acc);
+  }
+  for (; i < n; ++i) {
+    T acc = out[i];
+    for (index_t r = 0; r < count; ++r)
+      op.apply(acc, in[r * in_row + i]);
+    out[i] = acc;
+  }
+}
+
+/// Applies op to one run: out and in strided by out_stride and in_stride.
+template <class Op, class T>
+void combine_run(const Op& op, T* out, index_t out_stride, const T* in, index_t in_stride,
+                 index_t n) {
+  if (out_stride == 1 && in_stride == 1) {
+    combine_dense(op, out, in, n);
+  } else if (out_stride == 1 && in_stride == 0) {  // a broadcast value into a dense run
+    const T value = *in;
+    for (index_t i = 0; i < n; ++i)
+      op.apply(out[i], value);
+  } else {
+    for (index_t i = 0; i < n; ++i)
+      op.apply(out[i * out_stride], in[i * in_stride]);
+  }
+}
+
+}  // namespace detail
+}  // namespace tbatch

@@ -1,0 +1,354 @@
+#pragma once
+// The scatter kernel and its argument checks, shared by the scatter family and the segment
+// reductions.
+//
+// Every kernel is one walk of the view engine over (source, index, destination) views of one
+// shape, where the destination has stride 0 on the dims an index addresses and the index value
+// times that dim's stride is added per element; when the destination rows form one run, a single
+// loop over the rows replaces the walk. Updates that reach the same destination element are
+// applied in increasing position along the indexed dim(s): results are deterministic, and for
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tbatch/base/checked_math.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/ops/reduce.hpp"
+#include "tbatch/tensor/tensor.hpp"
+#include "tbatch/view/engine.hpp"
+#include "tbatch/view/layout.hpp"
+
+namespace tbatch {
+namespace detail {
+
+/// The stride list type of a Layout (what StridedView takes).
+using LayoutStrides = std::remove_cvref_t<decltype(std::declval<Layout>().strides)>;
+
+/// The dims after the first of same-shaped views (rank >= 1), as one run when the engine's
+/// planner merges them into one for every view: {length, each view's stride along it}; nullopt
+/// when they need an N-d walk. A view's row k then starts at data() + k * strides()[0].
+template <class... Views>
+std::optional<std::pair<index_t, std::array<index_t, sizeof...(Views)>>> row_run(
+    const Views&... views) {
+  constexpr std::size_t m = sizeof...(Views);
+  const Shape& shape = std::get<0>(std::forward_as_tuple(views...)).shape();
+  const Shape rest(shape.begin() + 1, shape.end());
+  const std::array<LayoutStrides, m> rest_strides{
+      LayoutStrides(views.strides().begin() + 1, views.strides().end())...};
+  std::array<const LayoutStrides*, m> pointers;
+  for (std::size_t k = 0; k < m; ++k)
+    pointers[k] = &rest_strides[k];
+  const RunPlan<m> plan = plan_runs<m>(rest, pointers);
+  std::array<index_t, m> inner{};
+  if (plan.numel == 0) return std::pair{index_t(0), inner};
+  if (plan.sizes.size() != 1) return std::nullopt;
+  for (std::size_t k = 0; k < m; ++k)
+    inner[k] = plan.inner_stride(k);
+  return std::pair{plan.run_length(), inner};
+}
+
+/// True when the layout of `v` lets it vary along `dim` only: every other dim has size 1 or
+/// stride 0.
+template <class T>
+bool varies_only_along(const StridedView<T>& v, index_t dim) {
+  for (index_t d = 0; d < v.dim(); ++d)
+    if (d != dim && v.shape()[d] > 1 && v.strides()[d] != 0) return false;
+  return true;
+}
+
+/// For every element p of the common shape: op.apply(dst_base[p] + index[p] * scale, src[p]).
+/// `dst_base` has stride 0 on the dims the index addresses, so index[p] * scale (scale = the
+/// addressed dim's stride) moves to the target. Indices must be validated by the caller. Runs
+/// along which the index is constant (the rows) are combined densely. Row scatters (the index
+/// addresses dim 0 and the remaining dims form one run) skip the N-d walk: one loop over rows.
+template <class T, class Op>
+void scatter_along(StridedView<const T> src, StridedView<const index_t> index, index_t scale,
+                   StridedView<T> dst_base, const Op& op) {
+  check_same_shapes("scatter", src, index, dst_base);
+  if (src.dim() >= 1 && dst_base.strides()[0] == 0 && varies_only_along(index, 0)) {
+    if (const auto run = row_run(src, dst_base)) {
+      const auto [length, stride] = *run;
+      const index_t rows = src.size(0);
+      const index_t src_row = src.strides()[0], index_row = index.strides()[0];
+      const T* in = src.data();
+      const index_t* at = index.data();
+      T* out = dst_base.data();
+      if (length == 0) return;
+      if (length == 1 || (stride[0] == 1 && stride[1] == 1)) {  // the common case, inline
+        for (index_t k = 0; k < rows;) {
+          // Consecutive rows with one target (sorted indices, segments) are combined together.
+          const index_t target = at[k * index_row];
+          index_t end = k + 1;
+          while (end < rows && at[end * index_row] == target)
+            ++end;
+          if (end - k == 1)
+            combine_dense(op, out + target * scale, in + k * src_row, length);
+          else if constexpr (std::is_same_v<Op, AssignOp<T>>)  // the last write wins
+            combine_dense(op, out + target * scale, in + (end - 1) * src_row, length);
+          else
+            combine_dense_rows(op, out + target * scale, in + k * src_row, src_row, end - k,
+                               length);
+          k = end;
+        }
+      } else {
+        for (index_t k = 0; k < rows; ++k)
+          combine_run(op, out + at[k * index_row] * scale, stride[1], in + k * src_row, stride[0],
+                      length);
+      }
+      return;
+    }
+  }
+  for_each_run(
+      "scatter",
+      [&](index_t n, const std::array<index_t, 3>& stride, const T* in, const index_t* at, T* out) {
+        if (stride[1] == 0) {
+          combine_run(op, out + *at * scale, stride[2], in, stride[0], n);
+          return;
+        }
+        for (index_t i = 0; i < n; ++i)
+          op.apply(out[i * stride[2] + at[i * stride[1]] * scale], in[i * stride[0]]);
+      },
+      src, index, dst_base);
+}
+
+/// Updates whose targets are computed per update: src and dst_base have shape (N, row...),
+/// dst_base with stride 0 on dim 0, and offset_of(k) is the element offset (from dst_base) of
+/// update k's row. Offsets are computed in blocks on the stack, so nothing is allocated.
+template <class T, class Op, class OffsetOf>
+void scatter_at_offsets(StridedView<const T> src, StridedView<T> dst_base, OffsetOf&& offset_of,
+                        const Op& op) {
+  constexpr index_t block = 1024;
+  std::array<index_t, block> offsets;
+  LayoutStrides offset_strides(src.shape().size(), 0);
+  offset_strides[0] = 1;
+  const index_t n = src.size(0);
+  for (index_t k0 = 0; k0 < n; k0 += block) {
+    const index_t length = std::min(block, n - k0);
+    for (index_t k = 0; k < length; ++k)
+      offsets[static_cast<std::size_t>(k)] = offset_of(k0 + k);
+    Shape shape = src.shape();
+    shape.set(0, length);
+    scatter_along(src.narrow(0, k0, length),
+                  StridedView<const index_t>(offsets.data(), std::move(shape), offset_strides), 1,
+                  dst_base.narrow(0, k0, length), op);
+  }
+}
+
+/// A read-only view of `shape` whose every element is `value` (stride 0 everywhere).
+template <class T>
+StridedView<const T> broadcast_value(const T& value, const Shape& shape) {
+  return StridedView<const T>(&value, Shape{}, {}).expand(shape.to_vector());
+}
+
+/// The 1-d view `v` (length shape[dim]) seen with `shape`: stride 0 on every other dim.
+template <class T>
+StridedView<T> spread_along(const StridedView<T>& v, const Shape& shape, index_t dim) {
+  Layout l{shape, LayoutStrides(shape.size(), 0), v.layout().offset};
+  l.strides[dim] = v.dim() == 0 ? 0 : v.strides()[0];
+  return v.with_layout(std::move(l));
+}
+
+/// `v` with dim `dim` replaced by `size` positions at stride 0: the base an index moves along.
+template <class T>
+StridedView<T> indexed_base(const StridedView<T>& v, index_t dim, index_t size) {
+  Layout l = v.layout();
+  l.shape.set(dim, size);
+  l.strides[dim] = 0;
+  return v.with_layout(std::move(l));
+}
+
+/// 0-d tensors behave as 1-d tensors of one element (as torch's scatter / index_add).
+template <class T>
+Tensor<T> nonempty_dims(const Tensor<T>& t) {
+  return t.dim() == 0 ? t.unsqueeze(0) : t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argument checks.
+
+/// "name[i, j]" for the flat row-major position `flat` of `shape` ("name" when 0-d).
+inline std::string index_position(std::string_view name, const Shape& shape, index_t flat) {
+  std::vector<index_t> coords(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    coords[d] = shape[d] == 0 ? 0 : flat % shape[d];
+    flat = shape[d] == 0 ? 0 : flat / shape[d];
+  }
+  return shape.size() == 0 ? std::string(name) : concat(name, listed(coords));
+}
+
+/// " (expected 0 to size - 1)", or a note that an empty dim has no valid index.
+inline std::string expected_range(index_t size) {
+  return size > 0 ? concat(" (expected 0 to ", size - 1, ")")
+                  : std::string(" (it is empty, so no index is valid)");
+}
+
+/// True when every value of `v` lies in [0, size): one branch-free pass through the engine.
+inline bool all_within(StridedView<const index_t> v, index_t size) {
+  bool ok = true;
+  for_each_run(
+      "index check",
+      [&](index_t n, const std::array<index_t, 1>& stride, const index_t* p) {
+        const auto limit = static_cast<std::uint64_t>(size);
+        bool bad = false;
+        if (stride[0] == 1) {
+          for (index_t i = 0; i < n; ++i)
+            bad |= static_cast<std::uint64_t>(p[i]) >= limit;
+        } else {
+          for (index_t i = 0; i < n; ++i)
+            bad |= static_cast<std::uint64_t>(p[i * stride[0]]) >= limit;
+        }
+        ok = ok && !bad;
+      },
+      v);
+  return ok;
+}
+
+/// IndexError naming the first (row-major) entry of `index` outside [0, limit(flat)), where
+/// describe(flat) says what that entry indexes ("dim 0 of x").
+template <class Limit, class Describe>
+[[noreturn]] void fail_first_out_of_range(const char* function, std::string_view name,
+                                          const Tensor<index_t>& index, Limit&& limit,
+                                          Describe&& describe) {
+  const Tensor<index_t> dense = index.contiguous();
+  for (index_t flat = 0; flat < dense.numel(); ++flat) {
+    const index_t value = dense.data()[flat];
+    const index_t size = limit(flat);
+    if (value < 0 || value >= size)
+      fail<IndexError>(function, index_position(name, index.shape(), flat), " = ", value,
+                       " is out of range for ", describe(flat), " with size ", size,
+                       expected_range(size));
+  }
+  fail<IndexError>(function, name, " has a value out of range");  // unreachable: caller found one
+}
+
+/// IndexError unless every value of `index` lies in [0, size); `what` names the indexed dim.
+inline void check_index_range(const char* function, std::string_view name,
+                              const Tensor<index_t>& index, index_t size, std::string_view what) {
+  if (all_within(index.view(), size)) return;
+  fail_first_out_of_range(
+      function, name, index, [&](index_t) { return size; }, [&](index_t) { return what; });
+}
+
+/// The shape `shape` without its first `count` dims, appended to `front`.
+inline Shape joined(Shape front, const Shape& shape, std::size_t from) {
+  for (std::size_t d = from; d < shape.size(); ++d)
+    front.push_back(shape[d]);
+  return front;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reduce::mean: the hit counts and the division, without a count per element of self.
+
+/// The line of `index` along `dim` at position 0 of every other dim (which keeps size 1).
+inline StridedView<const index_t> first_line(StridedView<const index_t> index, index_t dim) {
+  for (index_t k = 0; k < index.dim(); ++k)
+    if (k != dim) index = index.narrow(k, 0, 1);
+  return index;
+}
+
+/// True when every line of `index` along `dim` holds the values of the first: its strides say
+/// so (an index expanded over the other dims), or one pass over its values finds no difference
+/// (it stops comparing at the first one).
+inline bool lines_equal_along(const StridedView<const index_t>& index, index_t dim) {
+  if (varies_only_along(index, dim)) return true;
+  const StridedView<const index_t> first = first_line(index, dim).expand(index.shape().to_vector());
+  bool equal = true;
+  for_each_run(
+      "scatter_reduce",
+      [&](index_t n, const std::array<index_t, 2>& stride, const index_t* at, const index_t* line) {
+        if (!equal) return;
+        bool differ = false;  // no early exit inside a run: the loop vectorises
+        for (index_t i = 0; i < n; ++i)
+          differ |= at[i * stride[0]] != line[i * stride[1]];
+        equal = !differ;
+      },
+      index, first);
+  return equal;
+}
+
+/// Adds 1 to counts (zeroed; `index`'s shape but any size along `dim`) at every slot `index`
+/// hits.
+inline void count_hits(const StridedView<const index_t>& index, index_t dim,
+                       const StridedView<index_t>& counts) {
+  const index_t one = 1;
+  scatter_along(broadcast_value(one, index.shape()), index, counts.stride(dim),
+                indexed_base(counts, dim, index.size(dim)), SumOp<index_t>{});
+}
+
+/// Reduce::mean's count scratch holds at most this many counts (2 MiB), or one line along the
+/// indexed dim when that is longer: memory beside the result bounded by a constant or a line,
+/// not a count per element of self. Each block of counts reads the index once more, so a
+/// smaller bound costs passes: at 256 KiB, self [1e4, 16] with a [1e6, 16] index took 16
+/// passes and 3.2x the time of one block.
+inline constexpr index_t mean_count_block = index_t(1) << 18;
+
+/// Calls visit(slots_block, index_block) on blocks that tile `slots` and `index` (same shape
+/// but along `dim`), each whole along `dim` and of at most max_elements elements unless it is
+/// one line. Blocks are cut along the outermost dim other than `dim` first. A block holds
+/// several positions of that dim only when at least 8 fit: fewer could leave the walk runs
+/// of a few elements (when that dim is the innermost), which cost more than the longer runs
+/// along `dim` of one position per block (and one position then holds >= max_elements / 8).
+template <class T, class Visit>
+void for_each_line_block(const StridedView<T>& slots, const StridedView<const index_t>& index,
+                         index_t dim, index_t max_elements, Visit& visit) {
+  index_t cut = 0;
+  while (cut < slots.dim() && (cut == dim || slots.size(cut) == 1))
+    ++cut;
+  if (cut == slots.dim() || slots.numel() <= max_elements) {
+    visit(slots, index);
+    return;
+  }
+  const index_t positions = slots.size(cut);
+  const index_t fit = max_elements / (slots.numel() / positions);
+  const index_t step = fit >= 8 ? fit : 1;
+  for (index_t start = 0; start < positions; start += step) {
+    const index_t length = std::min(step, positions - start);
+    for_each_line_block(slots.narrow(cut, start, length), index.narrow(cut, start, length), dim,
+                        max_elements, visit);
+  }
+}
+
+/// Reduce::mean's last step over `slots`, the part of self that `index` reaches (index's shape
+/// but self's size along `dim`), holding the sums: every slot hit divides by its hit count,
+/// plus one for self's own value when include_self; slots never hit keep self. When every line
+/// of the index along `dim` is the same (one_line), one count per position along `dim` serves
+/// every line; otherwise the counts are made block by block (for_each_line_block) in one
+/// scratch.
+template <class T>
+void divide_by_hit_counts(const StridedView<T>& slots, const StridedView<const index_t>& index,
+                          index_t dim, bool one_line, bool include_self) {
+  const index_t extra = include_self ? 1 : 0;
+  const auto divide = [extra](T& value, const index_t& count) {
+    if (count > 0) value = mean_of(value, count + extra);
+  };
+  if (one_line) {
+    std::vector<index_t> line_sizes(static_cast<std::size_t>(slots.dim()), 1);
+    line_sizes[static_cast<std::size_t>(dim)] = slots.size(dim);
+    Tensor<index_t> counts{Shape(line_sizes)};
+    count_hits(first_line(index, dim), dim, counts.view());
+    for_each(divide, slots,
+             StridedView<const index_t>(counts.view()).expand(slots.shape().to_vector()));
+    return;
+  }
+  Tensor<index_t> scratch = Tensor<index_t>::empty(Shape{0});
+  auto count_and_divide = [&](const StridedView<T>& slot_block,
+                              const StridedView<const index_t>& index_block) {
+    if (scratch.numel() < slot_block.numel())  // the first block is the largest
+      scratch = Tensor<index_t>::empty(Shape{slot_block.numel()});
+    const StridedView<index_t> counts(scratch.data(), slot_block.shape());
+    fill_view(counts, index_t(0), Stores::cached);
+    count_hits(index_block, dim, counts);
+    for_each(divide, slot_block, StridedView<const index_t>(counts));
+  };
+  for_each_line_block(slots, index, dim, mean_count_block, count_and_divide);
+}
+
+}  // namespace detail
+}  // namespace tbatch
