@@ -132,16 +132,6 @@ TEST_CASE("displacements reject counts and offsets beyond MPI's int", "[mpi_bala
   CHECK_THROWS_AS(displacements({index_max, 1}, false, "f", "rows"), ShapeError);
 }
 
-TEST_CASE("rows_per_element is the difference of consecutive offsets", "[mpi_balance]") {
-  std::mt19937 rng(2);
-  for (int trial = 0; trial < 50; ++trial) {
-    const std::vector<index_t> rows =
-        random_rows(rng, std::uniform_int_distribution<index_t>(0, 20)(rng), 4);
-    const std::vector<index_t> first = offsets_of(rows);
-    CHECK(rows_per_element(first.data(), index_t(rows.size())) == rows);
-  }
-}
-
 TEST_CASE("balanced_boundaries matches its definition on random batches", "[mpi_balance]") {
   std::mt19937 rng(3);
   for (int trial = 0; trial < 2000; ++trial) {

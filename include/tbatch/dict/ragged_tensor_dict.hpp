@@ -265,7 +265,7 @@ class RaggedTensorDict {
     return ExactBatch<T>(data);
   }
   /// The batch geometry of a ragged entry whose data is laid out as `data`.
-  static detail::BatchGeometry geometry_of(const Entry& entry, const Layout& data,
+  static detail::BatchGeometry geometry_of(const StoredEntry& entry, const Layout& data,
                                            RaggedLayout layout) {
     return layout == RaggedLayout::packed
                ? detail::BatchGeometry::packed(data, entry.shape_per_tensor, entry.first_idx)

@@ -56,15 +56,6 @@ inline Displacements displacements(const std::vector<index_t>& items, bool limit
   return d;
 }
 
-/// The row count of each element of a packed batch whose first_idx (B + 1 row offsets) is
-/// `first_idx`: the one place the MPI collectives count an element's rows.
-inline std::vector<index_t> rows_per_element(const index_t* first_idx, index_t batch) {
-  std::vector<index_t> rows(static_cast<std::size_t>(batch));
-  for (index_t i = 0; i < batch; ++i)
-    rows[std::size_t(i)] = first_idx[i + 1] - first_idx[i];
-  return rows;
-}
-
 /// Element boundaries splitting a packed batch (its first_idx, B + 1 row offsets) into `parts`
 /// contiguous shares balanced by rows: share k is elements [bounds[k], bounds[k + 1]).
 /// Boundary k is the element start whose row offset is nearest to k * total_rows / parts

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tbatch/base/config.hpp"
+#include "tbatch/batch/geometry.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/mpi/agreement.hpp"
 #include "tbatch/mpi/balance.hpp"
@@ -20,6 +21,16 @@
 #include "tbatch/tensor/tensor.hpp"
 
 namespace tbatch::mpi::detail {
+
+/// Each element's row count (what the collectives send per element), from the batch geometry.
+template <class T>
+std::vector<index_t> element_rows(const PackedBatch<T>& batch) {
+  const tbatch::detail::BatchGeometry geometry = tbatch::detail::geometry_of(batch);
+  std::vector<index_t> rows(static_cast<std::size_t>(batch.batch_size()));
+  for (index_t i = 0; i < batch.batch_size(); ++i)
+    rows[static_cast<std::size_t>(i)] = geometry.rows(i);
+  return rows;
+}
 
 /// Elements and rows this rank receives from each rank: one MPI_Alltoall of the (elements,
 /// rows) pairs each rank sends to each.
@@ -114,15 +125,15 @@ void send_rows_direct(MPI_Comm comm, const Tensor<T>& rows, const index_t* first
 /// The rows packed by destination (unless already in order), then one MPI_Alltoallv with row
 /// displacements.
 template <class T>
-void send_rows_packed(MPI_Comm comm, const Tensor<T>& rows, const index_t* first_idx,
+void send_rows_packed(MPI_Comm comm, const PackedBatch<T>& local, const Tensor<T>& rows,
                       const SendPlan& plan, const Displacements& send, const Displacements& receive,
                       const Datatype& row, Tensor<T>& data, const char* function) {
   Tensor<T> grouped = rows;
   if (!plan.in_order) {
     grouped = Tensor<T>::empty(Shape{rows.size(0), rows.size(1)});
     for (std::size_t i = 0; i < plan.row_at.size(); ++i) {
-      const index_t n = first_idx[i + 1] - first_idx[i];
-      copy(rows.narrow(0, first_idx[i], n).view(), grouped.narrow(0, plan.row_at[i], n).view());
+      const Tensor<T> element = local.element(static_cast<index_t>(i));
+      copy(element.view(), grouped.narrow(0, plan.row_at[i], element.size(0)).view());
     }
   }
   check_mpi(
@@ -140,8 +151,7 @@ PackedBatch<T> exchange(MPI_Comm comm, const Agreement& a, const PackedBatch<T>&
   const index_t columns = a.element_rank - 1;
   const Tensor<index_t> first_idx = local.first_idx().contiguous();
   const index_t* first = first_idx.data();
-  const SendPlan plan =
-      plan_sends(rows_per_element(first, local.batch_size()), destination, a.size);
+  const SendPlan plan = plan_sends(element_rows(local), destination, a.size);
   const Receipts in = exchange_counts(comm, plan, a.size, function);
   const Displacements send_by_element =
       displacements(plan.elements, columns > 0, function, "elements");
@@ -164,7 +174,7 @@ PackedBatch<T> exchange(MPI_Comm comm, const Agreement& a, const PackedBatch<T>&
     send_rows_direct(comm, rows, first, destination, in, receive_by_row, row, row_bytes, data,
                      function);
   else
-    send_rows_packed(comm, rows, first, plan, send_by_row, receive_by_row, row, data, function);
+    send_rows_packed(comm, local, rows, plan, send_by_row, receive_by_row, row, data, function);
   return assemble(std::move(data), shapes, function);
 }
 
@@ -175,8 +185,7 @@ std::vector<index_t> global_rows(MPI_Comm comm, const Agreement& a, const Packed
   const Displacements by_element =
       displacements(per_rank(a, &Descriptor::batch), true, function, "elements");
   std::vector<index_t> rows(std::size_t(by_element.total));
-  const Tensor<index_t> first_idx = local.first_idx().contiguous();
-  const std::vector<index_t> mine = rows_per_element(first_idx.data(), local.batch_size());
+  const std::vector<index_t> mine = element_rows(local);
   std::copy(mine.begin(), mine.end(), rows.begin() + by_element.displs[std::size_t(a.me)]);
   if (by_element.total > 0)
     check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rows.data(),

@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "tbatch/base/config.hpp"
+#include "tbatch/batch/geometry.hpp"
 #include "tbatch/batch/layouts.hpp"
-#include "tbatch/batch/metadata.hpp"
 #include "tbatch/mpi/agreement.hpp"
 #include "tbatch/mpi/balance.hpp"
 #include "tbatch/mpi/datatype.hpp"
@@ -69,10 +69,8 @@ void distribute_rows(MPI_Comm comm, int root, const Agreement& a, const Tensor<T
 template <class T>
 PackedBatch<T> assemble(Tensor<T> data, const Tensor<index_t>& shape_per_tensor,
                         const char* function) {
-  Tensor<index_t> rows = Tensor<index_t>::empty(Shape{shape_per_tensor.size(0)});
-  for (index_t i = 0; i < shape_per_tensor.size(0); ++i)
-    rows.data()[i] = tbatch::detail::rows_of(shape_per_tensor, i, function);
-  return PackedBatch<T>(std::move(data), shape_per_tensor, get_first_idx(rows));
+  return PackedBatch<T>(std::move(data), shape_per_tensor,
+                        tbatch::detail::packed_first_idx(shape_per_tensor, function));
 }
 
 /// A batch of no elements with the given element rank and last dim.
