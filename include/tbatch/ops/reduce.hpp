@@ -13,6 +13,7 @@
 
 #include "tbatch/base/dtype.hpp"
 #include "tbatch/base/errors.hpp"
+#include "tbatch/base/tuning.hpp"
 
 namespace tbatch {
 
@@ -76,12 +77,6 @@ bool is_nan(const T& value) {
   else
     return false;
 }
-
-/// Dense rows are combined in chunks of one cache line (64 bytes) of elements, each a
-/// compile-time-sized block that the compiler turns into a few vector instructions, inline; a
-/// run-time-sized loop or memmove per row costs twice as much on short rows (16 floats).
-template <class T>
-inline constexpr index_t chunk_width = std::max<index_t>(1, 64 / index_t(sizeof(T)));
 
 /// float and double chunks are combined with Eigen's vectorised fixed-size array maps.
 template <class T>

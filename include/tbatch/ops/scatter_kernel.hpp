@@ -20,6 +20,7 @@
 
 #include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/errors.hpp"
+#include "tbatch/base/tuning.hpp"
 #include "tbatch/ops/reduce.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
@@ -124,7 +125,7 @@ void scatter_along(StridedView<const T> src, StridedView<const index_t> index, i
 template <class T, class Op, class OffsetOf>
 void scatter_at_offsets(StridedView<const T> src, StridedView<T> dst_base, OffsetOf&& offset_of,
                         const Op& op) {
-  constexpr index_t block = 1024;
+  constexpr index_t block = index_block;
   std::array<index_t, block> offsets;
   LayoutStrides offset_strides(src.shape().size(), 0);
   offset_strides[0] = 1;
@@ -281,13 +282,6 @@ inline void count_hits(const StridedView<const index_t>& index, index_t dim,
   scatter_along(broadcast_value(one, index.shape()), index, counts.stride(dim),
                 indexed_base(counts, dim, index.size(dim)), SumOp<index_t>{});
 }
-
-/// Reduce::mean's count scratch holds at most this many counts (2 MiB), or one line along the
-/// indexed dim when that is longer: memory beside the result bounded by a constant or a line,
-/// not a count per element of self. Each block of counts reads the index once more, so a
-/// smaller bound costs passes: at 256 KiB, self [1e4, 16] with a [1e6, 16] index took 16
-/// passes and 3.2x the time of one block.
-inline constexpr index_t mean_count_block = index_t(1) << 18;
 
 /// Calls visit(slots_block, index_block) on blocks that tile `slots` and `index` (same shape
 /// but along `dim`), each whole along `dim` and of at most max_elements elements unless it is

@@ -4,14 +4,17 @@
 // segment's rows with the Reduce combiners of reduce.hpp; segment_argmax / segment_argmin find
 // the row of each segment's extreme.
 //
-// Both are a walk of the view engine over blocks of rows, with each row's segment id as the index
-// that moves the destination row: the same scatter kernel as scatter_reduce.
+// segment_reduce is the scatter kernel of scatter_reduce over blocks of rows, each row's segment
+// id as the index that moves the destination row. segment_argmax / segment_argmin keep the best
+// values and their rows per chunk of a segment's dense rows, and otherwise walk blocks of rows
+// with the engine.
 
 #include <algorithm>
 #include <array>
 #include <vector>
 
 #include "tbatch/base/errors.hpp"
+#include "tbatch/base/tuning.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/ops/reduce.hpp"
 #include "tbatch/ops/scatter_kernel.hpp"
@@ -44,16 +47,14 @@ inline Tensor<index_t> checked_segment_offsets(const char* function,
   return first;
 }
 
-inline constexpr index_t segment_block = 1024;
-
-/// Visits rows [0, rows) in blocks of at most segment_block: visit(r0, length, segment) where
+/// Visits rows [0, rows) in blocks of at most index_block: visit(r0, length, segment) where
 /// segment[k] is the segment holding row r0 + k (first must be validated offsets).
 template <class Visit>
 void for_each_row_block(const index_t* first, index_t rows, Visit&& visit) {
-  std::array<index_t, segment_block> segment;
+  std::array<index_t, index_block> segment;
   index_t e = 0;
-  for (index_t r0 = 0; r0 < rows; r0 += segment_block) {
-    const index_t length = std::min(segment_block, rows - r0);
+  for (index_t r0 = 0; r0 < rows; r0 += index_block) {
+    const index_t length = std::min(index_block, rows - r0);
     for (index_t k = 0; k < length; ++k) {
       while (first[e + 1] <= r0 + k)
         ++e;
@@ -99,21 +100,9 @@ Tensor<T> segment_reduce_impl(const char* function, const Tensor<T>& values,
         reduce == Reduce::prod || reduce == Reduce::amax || reduce == Reduce::amin;
     if (identity_first) fill(out.view(), reduce_identity<T>(reduce));
     const index_t scale = out.stride(0);
-    // Rows whose values form one dense run (the usual (rows, last_dim) data): one loop over the
-    // segments, each segment's rows combined into its output row in order.
-    const auto run = row_run(values.view(), out.view());
-    const bool dense = run && (run->first <= 1 || (run->second[0] == 1 && run->second[1] == 1));
+    // Blocks of rows through the scatter kernel, each row's segment as the index: its row loop
+    // combines a segment's consecutive rows into the output row together.
     with_reduce_op<T>(reduce, [&](const auto& op) {
-      if (dense) {
-        const index_t length = run->first, row_stride = values.strides()[0];
-        for (index_t e = 0; e < segments; ++e)
-          if (offsets[e + 1] > offsets[e] && length > 0)
-            combine_dense_rows(op, out.data() + e * scale, values.data() + offsets[e] * row_stride,
-                               row_stride, offsets[e + 1] - offsets[e], length);
-        return;
-      }
-      // Any other layout: blocks of rows through the scatter kernel, each row's segment as the
-      // index.
       for_each_row_block(offsets, rows, [&](index_t r0, index_t length, const index_t* segment) {
         RowBlock block(values.shape(), length);
         scatter_along(values.view().narrow(0, r0, length),
@@ -223,7 +212,7 @@ Tensor<index_t> segment_arg_impl(const char* function, const Tensor<T>& values,
       return arg;
     }
     // Any other layout: blocks of rows through the engine, with each row's segment and number.
-    std::array<index_t, segment_block> row_ids;
+    std::array<index_t, index_block> row_ids;
     for_each_row_block(offsets, rows, [&](index_t r0, index_t length, const index_t* segment) {
       const StridedView<const T> block_values = values.view().narrow(0, r0, length);
       const RowBlock block(values.shape(), length);
