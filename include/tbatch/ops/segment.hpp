@@ -4,10 +4,10 @@
 // segment's rows with the Reduce combiners of reduce.hpp; segment_argmax / segment_argmin find
 // the row of each segment's extreme.
 //
-// segment_reduce is the scatter kernel of scatter_reduce over blocks of rows, each row's segment
-// id as the index that moves the destination row. segment_argmax / segment_argmin keep the best
-// values and their rows per chunk of a segment's dense rows, and otherwise walk blocks of rows
-// with the engine.
+// Dense rows (one run per row) are combined segment by segment, each output row accumulated in
+// chunks across its segment's rows. Any other layout goes through the scatter kernel of
+// scatter_reduce over blocks of rows, each row's segment id as the index that moves the
+// destination row (segment_argmax / segment_argmin: the engine's walk over those blocks).
 
 #include <algorithm>
 #include <array>
@@ -100,9 +100,21 @@ Tensor<T> segment_reduce_impl(const char* function, const Tensor<T>& values,
         reduce == Reduce::prod || reduce == Reduce::amax || reduce == Reduce::amin;
     if (identity_first) fill(out.view(), reduce_identity<T>(reduce));
     const index_t scale = out.stride(0);
-    // Blocks of rows through the scatter kernel, each row's segment as the index: its row loop
-    // combines a segment's consecutive rows into the output row together.
+    // Rows whose values form one dense run (the usual (rows, last_dim) data): one loop over the
+    // segments, each segment's rows combined into its output row in order.
+    const auto run = row_run(values.view(), out.view());
+    const bool dense = run && (run->first <= 1 || (run->second[0] == 1 && run->second[1] == 1));
     with_reduce_op<T>(reduce, [&](const auto& op) {
+      if (dense) {
+        const index_t length = run->first, row_stride = values.strides()[0];
+        for (index_t e = 0; e < segments; ++e)
+          if (offsets[e + 1] > offsets[e] && length > 0)
+            combine_dense_rows(op, out.data() + e * scale, values.data() + offsets[e] * row_stride,
+                               row_stride, offsets[e + 1] - offsets[e], length);
+        return;
+      }
+      // Any other layout: blocks of rows through the scatter kernel, each row's segment as the
+      // index.
       for_each_row_block(offsets, rows, [&](index_t r0, index_t length, const index_t* segment) {
         RowBlock block(values.shape(), length);
         scatter_along(values.view().narrow(0, r0, length),
