@@ -45,7 +45,7 @@ struct RowPadder {
       right.push_back(source_index(mode, p, j));
   }
 
-  void write(T* out, const T* in) const {
+  [[gnu::always_inline]] void write(T* out, const T* in) const {
     copy_row(out + lo, in + first, hi - lo);
     if (constant) {
       std::fill_n(out, lo, value);

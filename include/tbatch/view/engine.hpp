@@ -533,20 +533,4 @@ void gather_by_offsets(StridedView<const std::type_identity_t<T>> src_base,
       dst, offsets, src_base);
 }
 
-/// Scatter by element offsets: combine(*(&dst_base[i] + offsets[i]), src[i]) for every element i,
-/// in the engine's deterministic order. combine(T& target, const T& value) assigns or reduces.
-template <class T, class Combine>
-void scatter_by_offsets(StridedView<const std::type_identity_t<T>> src,
-                        StridedView<const index_t> offsets, StridedView<T> dst_base,
-                        Combine&& combine) {
-  for_each_run(
-      "scatter_by_offsets",
-      [&](index_t n, const std::array<index_t, 3>& stride, const T* in, const index_t* shift,
-          T* out) {
-        for (index_t i = 0; i < n; ++i)
-          combine(out[i * stride[2] + shift[i * stride[1]]], in[i * stride[0]]);
-      },
-      src, offsets, dst_base);
-}
-
 }  // namespace tbatch::detail

@@ -102,56 +102,67 @@ inline void streaming_fence() {
 #endif
 }
 
-/// The row copier: copies `rows` rows of n elements, row r from in + r * in_stride to
-/// out + r * out_stride (no overlap). The way to copy is chosen once for all rows: a row shorter
-/// than a line is two fixed-size moves (the second ending at the row's end, overlapping the
-/// first), a row of up to inline_row_max_lines lines is copied in whole lines (the last one
-/// ending at the row's end), all inline; a longer row is one memcpy. A memcpy call per short row
-/// costs more than its copy.
+/// The row copier (no overlap), inline: a row shorter than a line is two fixed-size moves (the
+/// second ending at the row's end, overlapping the first), a row of up to inline_row_max_lines
+/// lines is copied in whole lines (the last one ending at the row's end), a longer row is one
+/// memcpy. A memcpy call per short row costs more than its copy.
+template <class T>
+[[gnu::always_inline]] inline void copy_row(T* out, const T* in, index_t n) {
+  auto* o = reinterpret_cast<char*>(out);
+  const auto* i = reinterpret_cast<const char*>(in);
+  const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
+  constexpr auto line = static_cast<std::size_t>(line_bytes);
+  auto two = [&]<std::size_t W>(std::integral_constant<std::size_t, W>) {
+    std::memcpy(o, i, W);
+    std::memcpy(o + bytes - W, i + bytes - W, W);
+  };
+  if (bytes > static_cast<std::size_t>(inline_row_max_lines) * line) {
+    std::memcpy(o, i, bytes);
+  } else if (bytes >= line) {
+    std::size_t at = 0;
+    for (; at + line <= bytes; at += line)
+      std::memcpy(o + at, i + at, line);
+    if (at < bytes) std::memcpy(o + bytes - line, i + bytes - line, line);
+  } else if (bytes >= 32) {
+    two(std::integral_constant<std::size_t, 32>{});
+  } else if (bytes >= 16) {
+    two(std::integral_constant<std::size_t, 16>{});
+  } else if (bytes >= 8) {
+    two(std::integral_constant<std::size_t, 8>{});
+  } else if (bytes >= 4) {
+    two(std::integral_constant<std::size_t, 4>{});
+  } else {
+    for (std::size_t k = 0; k < bytes; ++k)
+      o[k] = i[k];
+  }
+}
+
+/// copy_row over `rows` rows, row r from in + r * in_stride to out + r * out_stride. Rows
+/// shorter than a line, the same for every row, are copied by a loop per move width.
 template <class T>
 void copy_rows(T* out, index_t out_stride, const T* in, index_t in_stride, index_t rows,
                index_t n) {
   const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
-  constexpr auto line = static_cast<std::size_t>(line_bytes);
-  auto each = [&](auto&& copy) {
-    for (index_t r = 0; r < rows; ++r)
-      copy(reinterpret_cast<char*>(out + r * out_stride),
-           reinterpret_cast<const char*>(in + r * in_stride));
-  };
-  auto two = [&]<std::size_t W>(std::integral_constant<std::size_t, W>) {
-    each([bytes](char* o, const char* i) {
+  auto short_rows = [&]<std::size_t W>(std::integral_constant<std::size_t, W>) {
+    for (index_t r = 0; r < rows; ++r) {
+      auto* o = reinterpret_cast<char*>(out + r * out_stride);
+      const auto* i = reinterpret_cast<const char*>(in + r * in_stride);
       std::memcpy(o, i, W);
       std::memcpy(o + bytes - W, i + bytes - W, W);
-    });
+    }
   };
-  if (bytes > static_cast<std::size_t>(inline_row_max_lines) * line)
-    each([bytes](char* o, const char* i) { std::memcpy(o, i, bytes); });
-  else if (bytes >= line)
-    each([bytes](char* o, const char* i) {
-      std::size_t at = 0;
-      for (; at + line <= bytes; at += line)
-        std::memcpy(o + at, i + at, line);
-      if (at < bytes) std::memcpy(o + bytes - line, i + bytes - line, line);
-    });
-  else if (bytes >= 32)
-    two(std::integral_constant<std::size_t, 32>{});
-  else if (bytes >= 16)
-    two(std::integral_constant<std::size_t, 16>{});
-  else if (bytes >= 8)
-    two(std::integral_constant<std::size_t, 8>{});
-  else if (bytes >= 4)
-    two(std::integral_constant<std::size_t, 4>{});
-  else
-    each([bytes](char* o, const char* i) {
-      for (std::size_t k = 0; k < bytes; ++k)
-        o[k] = i[k];
-    });
-}
-
-/// One row of copy_rows.
-template <class T>
-void copy_row(T* out, const T* in, index_t n) {
-  copy_rows(out, 0, in, 0, 1, n);
+  if (bytes >= static_cast<std::size_t>(line_bytes) || bytes < 4) {
+    for (index_t r = 0; r < rows; ++r)
+      copy_row(out + r * out_stride, in + r * in_stride, n);
+  } else if (bytes >= 32) {
+    short_rows(std::integral_constant<std::size_t, 32>{});
+  } else if (bytes >= 16) {
+    short_rows(std::integral_constant<std::size_t, 16>{});
+  } else if (bytes >= 8) {
+    short_rows(std::integral_constant<std::size_t, 8>{});
+  } else {
+    short_rows(std::integral_constant<std::size_t, 4>{});
+  }
 }
 
 /// The copy and fill of a row, with the given stores.
