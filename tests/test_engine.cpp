@@ -221,8 +221,7 @@ TEST_CASE("for_each takes tensors as it takes their views", "[engine]") {
   CHECK(batch.data().select(0, 1).select(0, 1) == Tensor<float>(Shape{3}, 0.0f));
 }
 
-TEST_CASE("detail::gather_by_offsets and scatter_by_offsets move rows by element offsets",
-          "[engine]") {
+TEST_CASE("detail::gather_by_offsets and scatter_along move rows by element offsets", "[engine]") {
   const Tensor<float> src = iota<float>({4, 3});
   const Tensor<index_t> offsets({2}, {9, 0});  // rows 3 and 0
   Tensor<float> out(Shape{2, 3});
@@ -233,10 +232,15 @@ TEST_CASE("detail::gather_by_offsets and scatter_by_offsets move rows by element
 
   Tensor<float> target(Shape{4, 3});
   const StridedView<float> target_base(target.data(), Shape{2, 3}, {0, 1});
-  detail::scatter_by_offsets(out.view(), shifts, target_base,
-                             [](float& t, const float& v) { t += v; });
-  detail::scatter_by_offsets(out.view(), shifts, target_base,
-                             [](float& t, const float& v) { t += v; });
+  struct Add {  // a combiner: one element, and one line of a dense row
+    void apply(float& t, const float& v) const { t += v; }
+    void chunk(float* out, const float* in) const {
+      for (index_t i = 0; i < detail::chunk_width<float>; ++i)
+        out[i] += in[i];
+    }
+  };
+  detail::scatter_along<float>(out.view(), shifts, 1, target_base, Add{});
+  detail::scatter_along<float>(out.view(), shifts, 1, target_base, Add{});
   CHECK(target(3, 2) == 22);
   CHECK(target(0, 1) == 2);
   CHECK(target(1, 1) == 0);

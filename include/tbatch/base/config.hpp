@@ -22,9 +22,6 @@ namespace detail {
 /// False, but only once T is known: for static_asserts in templates that must not be used.
 template <class T>
 inline constexpr bool dependent_false = false;
-
-/// With TBATCH_OPENMP, loops whose work exceeds this many bytes run on max_threads() threads.
-inline constexpr index_t parallel_min_bytes = index_t(1) << 20;
 }  // namespace detail
 
 }  // namespace tbatch

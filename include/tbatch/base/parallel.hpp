@@ -7,6 +7,7 @@
 
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/errors.hpp"
+#include "tbatch/base/tuning.hpp"
 
 #if defined(TBATCH_OPENMP) && defined(_OPENMP)
 #include <omp.h>

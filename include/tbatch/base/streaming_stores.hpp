@@ -6,14 +6,10 @@
 
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/errors.hpp"
+#include "tbatch/base/tuning.hpp"
 
 namespace tbatch {
 namespace detail {
-
-/// 16 MiB: on a 32 MiB-L3 machine streaming copied outputs of 14-110 MB 1.2-1.9x faster and
-/// outputs of 3-7 MB 0.6x as fast. (The cache size the system reports is no guide: a VM here
-/// reports ten times its L3.)
-inline constexpr index_t default_streaming_min_bytes = index_t(16) << 20;
 
 inline std::atomic<index_t>& streaming_min_bytes_setting() {
   static std::atomic<index_t> bytes{default_streaming_min_bytes};

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tbatch/base/checked_math.hpp"
+#include "tbatch/base/tuning.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
 #include "tbatch/ops/pad_kernel.hpp"
@@ -163,12 +164,6 @@ inline Tensor<index_t> source_rows_of(const Shape& rows_shape, const std::vector
   }
   return sources;
 }
-
-/// Rows an element (or a padded batch's slot) may have for pad_batch_by_rows, so that its table
-/// of source rows stays small.
-inline constexpr index_t pad_rows_limit = 4096;
-/// Rows of source-row tables kept at once (8 bytes each) before they are dropped and rebuilt.
-inline constexpr index_t pad_rows_cache = index_t(1) << 17;
 
 /// pad of a batch whose elements are rows dense along the last dim, into `out` (allocated),
 /// row by row: each output row is a source row padded by one RowPadder, or `value`. Elements of

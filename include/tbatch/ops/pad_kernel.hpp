@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tbatch/base/parallel.hpp"
+#include "tbatch/base/tuning.hpp"
 #include "tbatch/ops/pad_plan.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/constant_rows.hpp"
@@ -18,27 +19,6 @@
 
 namespace tbatch {
 namespace detail {
-
-/// Elements per 64-byte chunk of copy_row.
-template <class T>
-inline constexpr index_t row_chunk = std::max<index_t>(1, 64 / index_t(sizeof(T)));
-
-/// Copies a row of n elements (no overlap). Rows of one to 16 cache lines are copied inline, in
-/// fixed-size 64-byte chunks the compiler turns into single vector moves, the last chunk ending
-/// at the row's end (overlapping the one before): on 56-float rows a memmove call per row
-/// costs more than the copy. Other rows go to memmove.
-template <class T>
-void copy_row(T* out, const T* in, index_t n) {
-  constexpr index_t chunk = row_chunk<T>;
-  if (n < chunk || n > 16 * chunk) {
-    std::copy_n(in, n, out);
-    return;
-  }
-  index_t i = 0;
-  for (; i + chunk <= n; i += chunk)
-    std::memcpy(static_cast<void*>(out + i), in + i, chunk * sizeof(T));
-  if (i < n) std::memcpy(static_cast<void*>(out + n - chunk), in + n - chunk, chunk * sizeof(T));
-}
 
 /// How each row (along the last dim, dense on both sides) of a pad is written: [left border |
 /// source columns | right border], the borders `value` in constant mode, else copied from the
@@ -65,7 +45,7 @@ struct RowPadder {
       right.push_back(source_index(mode, p, j));
   }
 
-  void write(T* out, const T* in) const {
+  [[gnu::always_inline]] void write(T* out, const T* in) const {
     copy_row(out + lo, in + first, hi - lo);
     if (constant) {
       std::fill_n(out, lo, value);
@@ -83,17 +63,9 @@ struct RowPadder {
 /// `src_planes` and `dst_planes` are the source and destination narrowed to the interior on every
 /// dim but the last two, which are whole; both are dense along the last dim. Each output row of a
 /// plane is written in order, [left border | row | right border], border rows included, every
-/// value read from the source (or `value`). So the output streams out once, in address order: a
-/// later pass over the border rows touches a few lines per plane, far apart, that the prefetcher
-/// has not fetched (on 56 x 56 planes that pass made pad about 10% slower). It writes through
-/// the cache: streaming its rows (composed in a small buffer, whole lines streamed out)
-/// measured 0.5-1.1x of this on outputs of 3-110 MB. With streaming `stores`, constant mode on
-/// dense output rows of at least a line goes to stream_constant_rows where the CPU has it.
-/// The shortest output row pad_planes_fused streams: composing lines from masked loads costs more
-/// than streaming saves on short rows. 64 MiB outputs padded by one on each side of the last dim
-/// (AVX-512, 2-core VM) took 2.5-2.8x the cached pass's time with rows of 128-192 bytes, 1.13x
-/// at 256, 0.87-0.94x at 384-512.
-inline constexpr index_t streamed_row_min_bytes = 384;
+/// value read from the source (or `value`), so the output streams out once, in address order,
+/// through the cache. With streaming `stores`, constant mode on dense output rows of at least
+/// streamed_row_min_bytes goes to stream_constant_rows where the CPU has it.
 
 template <class T>
 void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<T>& dst_planes,
@@ -208,10 +180,6 @@ void pad_block(const StridedView<const T>& src, const StridedView<T>& dst,
     }
   }
 }
-
-/// Bytes of output per block: small enough that a block's interior is still in cache when its
-/// borders are copied from it.
-inline constexpr index_t pad_block_bytes = index_t(1) << 19;
 
 /// pad_block over blocks of the leading dims that are not padded (they are independent), so
 /// each block's borders are written while the block is in cache.

@@ -13,6 +13,7 @@
 
 #include "tbatch/base/dtype.hpp"
 #include "tbatch/base/errors.hpp"
+#include "tbatch/base/tuning.hpp"
 
 namespace tbatch {
 
@@ -77,12 +78,6 @@ bool is_nan(const T& value) {
     return false;
 }
 
-/// Dense rows are combined in chunks of one cache line (64 bytes) of elements, each a
-/// compile-time-sized block that the compiler turns into a few vector instructions, inline; a
-/// run-time-sized loop or memmove per row costs twice as much on short rows (16 floats).
-template <class T>
-inline constexpr index_t chunk_width = std::max<index_t>(1, 64 / index_t(sizeof(T)));
-
 /// float and double chunks are combined with Eigen's vectorised fixed-size array maps.
 template <class T>
 inline constexpr bool eigen_vectorised = std::is_floating_point_v<T>;
@@ -98,15 +93,6 @@ void apply_chunk(const Op& op, T* out, const T* in) {
   for (index_t i = 0; i < chunk_width<T>; ++i)
     op.apply(out[i], in[i]);
 }
-
-/// Overwrite: the target takes the value.
-template <class T>
-struct AssignOp {
-  void apply(T& target, const T& value) const { target = value; }
-  void chunk(T* out, const T* in) const {
-    std::memcpy(static_cast<void*>(out), in, chunk_width<T> * sizeof(T));
-  }
-};
 
 /// Reduce::sum (and the accumulation of Reduce::mean).
 template <class T>
@@ -260,56 +246,6 @@ inline void check_reduce(const char* function, Reduce reduce) {
 [[noreturn]] inline void fail_bool_reduction(const char* function, std::string_view what) {
   fail<TypeError>(function, what,
                   " is not defined for bool tensors; convert to an integer type first");
-}
-
-/// Applies op to one dense run of n elements: whole chunks, then the tail.
-template <class Op, class T>
-inline void combine_dense(const Op& op, T* out, const T* in, index_t n) {
-  index_t i = 0;
-  for (; i + chunk_width<T> <= n; i += chunk_width<T>)
-    op.chunk(out + i, in + i);
-  for (; i < n; ++i)
-    op.apply(out[i], in[i]);
-}
-
-/// Combines `count` dense rows (row r at in + r * in_row) into one dense output row of n
-/// elements, in row order. Each chunk of the output stays in a local accumulator across the
-/// rows, so a row does not wait for the previous row's store; the operations and their order
-/// are those of combine_dense row after row, so results are identical.
-template <class Op, class T>
-inline void combine_dense_rows(const Op& op, T* out, const T* in, index_t in_row, index_t count,
-                               index_t n) {
-  constexpr index_t w = chunk_width<T>;
-  index_t i = 0;
-  for (; i + w <= n; i += w) {
-    T acc[static_cast<std::size_t>(w)];
-    std::memcpy(static_cast<void*>(acc), out + i, sizeof acc);
-    for (index_t r = 0; r < count; ++r)
-      op.chunk(acc, in + r * in_row + i);
-    std::memcpy(static_cast<void*>(out + i), acc, sizeof acc);
-  }
-  for (; i < n; ++i) {
-    T acc = out[i];
-    for (index_t r = 0; r < count; ++r)
-      op.apply(acc, in[r * in_row + i]);
-    out[i] = acc;
-  }
-}
-
-/// Applies op to one run: out and in strided by out_stride and in_stride.
-template <class Op, class T>
-void combine_run(const Op& op, T* out, index_t out_stride, const T* in, index_t in_stride,
-                 index_t n) {
-  if (out_stride == 1 && in_stride == 1) {
-    combine_dense(op, out, in, n);
-  } else if (out_stride == 1 && in_stride == 0) {  // a broadcast value into a dense run
-    const T value = *in;
-    for (index_t i = 0; i < n; ++i)
-      op.apply(out[i], value);
-  } else {
-    for (index_t i = 0; i < n; ++i)
-      op.apply(out[i * out_stride], in[i * in_stride]);
-  }
 }
 
 }  // namespace detail

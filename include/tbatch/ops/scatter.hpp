@@ -1,7 +1,7 @@
 #pragma once
 // The scatter family: Paddle's scatter / scatter_nd_add, torch's scatter_reduce / index_add, their
 // in-place variants, and the ragged-aware scatter into the rows of a batch's elements.
-// The combiners are in reduce.hpp, the kernel in scatter_kernel.hpp.
+// The combiners are in reduce.hpp, the primitive in view/scatter_runs.hpp.
 //
 // Every kernel is one walk of the view engine over (source, index, destination) views of one
 // shape, where the destination has stride 0 on the dims an index addresses and the index value

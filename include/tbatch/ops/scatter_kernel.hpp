@@ -1,12 +1,7 @@
 #pragma once
-// The scatter kernel and its argument checks, shared by the scatter family and the segment
-// reductions.
-//
-// Every kernel is one walk of the view engine over (source, index, destination) views of one
-// shape, where the destination has stride 0 on the dims an index addresses and the index value
-// times that dim's stride is added per element; when the destination rows form one run, a single
-// loop over the rows replaces the walk. Updates that reach the same destination element are
-// applied in increasing position along the indexed dim(s): results are deterministic, and for
+// What the scatter family and the segment reductions share around the scatter primitive
+// (view/scatter_runs.hpp): updates at computed offsets, the views an index moves along, the
+// argument checks and Reduce::mean's hit counts.
 
 #include <algorithm>
 #include <array>
@@ -20,103 +15,15 @@
 
 #include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/errors.hpp"
+#include "tbatch/base/tuning.hpp"
 #include "tbatch/ops/reduce.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/layout.hpp"
+#include "tbatch/view/scatter_runs.hpp"
 
 namespace tbatch {
 namespace detail {
-
-/// The stride list type of a Layout (what StridedView takes).
-using LayoutStrides = std::remove_cvref_t<decltype(std::declval<Layout>().strides)>;
-
-/// The dims after the first of same-shaped views (rank >= 1), as one run when the engine's
-/// planner merges them into one for every view: {length, each view's stride along it}; nullopt
-/// when they need an N-d walk. A view's row k then starts at data() + k * strides()[0].
-template <class... Views>
-std::optional<std::pair<index_t, std::array<index_t, sizeof...(Views)>>> row_run(
-    const Views&... views) {
-  constexpr std::size_t m = sizeof...(Views);
-  const Shape& shape = std::get<0>(std::forward_as_tuple(views...)).shape();
-  const Shape rest(shape.begin() + 1, shape.end());
-  const std::array<LayoutStrides, m> rest_strides{
-      LayoutStrides(views.strides().begin() + 1, views.strides().end())...};
-  std::array<const LayoutStrides*, m> pointers;
-  for (std::size_t k = 0; k < m; ++k)
-    pointers[k] = &rest_strides[k];
-  const RunPlan<m> plan = plan_runs<m>(rest, pointers);
-  std::array<index_t, m> inner{};
-  if (plan.numel == 0) return std::pair{index_t(0), inner};
-  if (plan.sizes.size() != 1) return std::nullopt;
-  for (std::size_t k = 0; k < m; ++k)
-    inner[k] = plan.inner_stride(k);
-  return std::pair{plan.run_length(), inner};
-}
-
-/// True when the layout of `v` lets it vary along `dim` only: every other dim has size 1 or
-/// stride 0.
-template <class T>
-bool varies_only_along(const StridedView<T>& v, index_t dim) {
-  for (index_t d = 0; d < v.dim(); ++d)
-    if (d != dim && v.shape()[d] > 1 && v.strides()[d] != 0) return false;
-  return true;
-}
-
-/// For every element p of the common shape: op.apply(dst_base[p] + index[p] * scale, src[p]).
-/// `dst_base` has stride 0 on the dims the index addresses, so index[p] * scale (scale = the
-/// addressed dim's stride) moves to the target. Indices must be validated by the caller. Runs
-/// along which the index is constant (the rows) are combined densely. Row scatters (the index
-/// addresses dim 0 and the remaining dims form one run) skip the N-d walk: one loop over rows.
-template <class T, class Op>
-void scatter_along(StridedView<const T> src, StridedView<const index_t> index, index_t scale,
-                   StridedView<T> dst_base, const Op& op) {
-  check_same_shapes("scatter", src, index, dst_base);
-  if (src.dim() >= 1 && dst_base.strides()[0] == 0 && varies_only_along(index, 0)) {
-    if (const auto run = row_run(src, dst_base)) {
-      const auto [length, stride] = *run;
-      const index_t rows = src.size(0);
-      const index_t src_row = src.strides()[0], index_row = index.strides()[0];
-      const T* in = src.data();
-      const index_t* at = index.data();
-      T* out = dst_base.data();
-      if (length == 0) return;
-      if (length == 1 || (stride[0] == 1 && stride[1] == 1)) {  // the common case, inline
-        for (index_t k = 0; k < rows;) {
-          // Consecutive rows with one target (sorted indices, segments) are combined together.
-          const index_t target = at[k * index_row];
-          index_t end = k + 1;
-          while (end < rows && at[end * index_row] == target)
-            ++end;
-          if (end - k == 1)
-            combine_dense(op, out + target * scale, in + k * src_row, length);
-          else if constexpr (std::is_same_v<Op, AssignOp<T>>)  // the last write wins
-            combine_dense(op, out + target * scale, in + (end - 1) * src_row, length);
-          else
-            combine_dense_rows(op, out + target * scale, in + k * src_row, src_row, end - k,
-                               length);
-          k = end;
-        }
-      } else {
-        for (index_t k = 0; k < rows; ++k)
-          combine_run(op, out + at[k * index_row] * scale, stride[1], in + k * src_row, stride[0],
-                      length);
-      }
-      return;
-    }
-  }
-  for_each_run(
-      "scatter",
-      [&](index_t n, const std::array<index_t, 3>& stride, const T* in, const index_t* at, T* out) {
-        if (stride[1] == 0) {
-          combine_run(op, out + *at * scale, stride[2], in, stride[0], n);
-          return;
-        }
-        for (index_t i = 0; i < n; ++i)
-          op.apply(out[i * stride[2] + at[i * stride[1]] * scale], in[i * stride[0]]);
-      },
-      src, index, dst_base);
-}
 
 /// Updates whose targets are computed per update: src and dst_base have shape (N, row...),
 /// dst_base with stride 0 on dim 0, and offset_of(k) is the element offset (from dst_base) of
@@ -124,7 +31,7 @@ void scatter_along(StridedView<const T> src, StridedView<const index_t> index, i
 template <class T, class Op, class OffsetOf>
 void scatter_at_offsets(StridedView<const T> src, StridedView<T> dst_base, OffsetOf&& offset_of,
                         const Op& op) {
-  constexpr index_t block = 1024;
+  constexpr index_t block = index_block;
   std::array<index_t, block> offsets;
   LayoutStrides offset_strides(src.shape().size(), 0);
   offset_strides[0] = 1;
@@ -281,13 +188,6 @@ inline void count_hits(const StridedView<const index_t>& index, index_t dim,
   scatter_along(broadcast_value(one, index.shape()), index, counts.stride(dim),
                 indexed_base(counts, dim, index.size(dim)), SumOp<index_t>{});
 }
-
-/// Reduce::mean's count scratch holds at most this many counts (2 MiB), or one line along the
-/// indexed dim when that is longer: memory beside the result bounded by a constant or a line,
-/// not a count per element of self. Each block of counts reads the index once more, so a
-/// smaller bound costs passes: at 256 KiB, self [1e4, 16] with a [1e6, 16] index took 16
-/// passes and 3.2x the time of one block.
-inline constexpr index_t mean_count_block = index_t(1) << 18;
 
 /// Calls visit(slots_block, index_block) on blocks that tile `slots` and `index` (same shape
 /// but along `dim`), each whole along `dim` and of at most max_elements elements unless it is

@@ -4,14 +4,17 @@
 // segment's rows with the Reduce combiners of reduce.hpp; segment_argmax / segment_argmin find
 // the row of each segment's extreme.
 //
-// Both are a walk of the view engine over blocks of rows, with each row's segment id as the index
-// that moves the destination row: the same scatter kernel as scatter_reduce.
+// Dense rows (one run per row) are combined segment by segment, each output row accumulated in
+// chunks across its segment's rows. Any other layout goes through the scatter kernel of
+// scatter_reduce over blocks of rows, each row's segment id as the index that moves the
+// destination row (segment_argmax / segment_argmin: the engine's walk over those blocks).
 
 #include <algorithm>
 #include <array>
 #include <vector>
 
 #include "tbatch/base/errors.hpp"
+#include "tbatch/base/tuning.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/ops/reduce.hpp"
 #include "tbatch/ops/scatter_kernel.hpp"
@@ -40,16 +43,14 @@ inline Tensor<index_t> checked_segment_offsets(const char* function,
   return first;
 }
 
-inline constexpr index_t segment_block = 1024;
-
-/// Visits rows [0, rows) in blocks of at most segment_block: visit(r0, length, segment) where
+/// Visits rows [0, rows) in blocks of at most index_block: visit(r0, length, segment) where
 /// segment[k] is the segment holding row r0 + k (first must be validated offsets).
 template <class Visit>
 void for_each_row_block(const index_t* first, index_t rows, Visit&& visit) {
-  std::array<index_t, segment_block> segment;
+  std::array<index_t, index_block> segment;
   index_t e = 0;
-  for (index_t r0 = 0; r0 < rows; r0 += segment_block) {
-    const index_t length = std::min(segment_block, rows - r0);
+  for (index_t r0 = 0; r0 < rows; r0 += index_block) {
+    const index_t length = std::min(index_block, rows - r0);
     for (index_t k = 0; k < length; ++k) {
       while (first[e + 1] <= r0 + k)
         ++e;
@@ -219,7 +220,7 @@ Tensor<index_t> segment_arg_impl(const char* function, const Tensor<T>& values,
       return arg;
     }
     // Any other layout: blocks of rows through the engine, with each row's segment and number.
-    std::array<index_t, segment_block> row_ids;
+    std::array<index_t, index_block> row_ids;
     for_each_row_block(offsets, rows, [&](index_t r0, index_t length, const index_t* segment) {
       const StridedView<const T> block_values = values.view().narrow(0, r0, length);
       const RowBlock block(values.shape(), length);

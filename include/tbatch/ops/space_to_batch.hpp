@@ -26,6 +26,7 @@
 #include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/parallel.hpp"
+#include "tbatch/base/tuning.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
@@ -241,18 +242,14 @@ void fill_block_padding(const std::vector<BlockDim>& dims, std::size_t d, Stride
   }
 }
 
-/// Slabs smaller than this many elements are not worth a copy of their own.
-inline constexpr index_t min_slab_elements = 4096;
-
 /// Copies one space_to_batch_nd box, [k counts..., batch, o counts..., remaining...] on both
 /// sides (m k dims). One copy walks the box in the destination's order, block offsets
 /// outermost, so each source cache line, which the block offsets of its cell share, would be
 /// fetched from memory once per offset. Copying one (batch, o_1) slab at a time lets every
-/// block offset read those lines while they are still in cache (on (8, 224, 224, 64) with
-/// block (2, 2) this measured 10-25% faster); boxes with small slabs go in one copy. Each slab
-/// is walked in the source's order: the source streams, the prod(block) destination streams
-/// take a run each in turn (a further ~30%: the destination order read each source row in
-/// block_shape[-1] strided passes).
+/// block offset read those lines while they are still in cache; boxes with slabs under
+/// min_slab_elements go in one copy. Each slab is walked in the source's order: the source
+/// streams, the prod(block) destination streams take a run each in turn (the destination order
+/// would read each source row in block_shape[-1] strided passes).
 template <class T>
 void copy_space_to_batch_box(StridedView<const T> from, StridedView<T> to, index_t m,
                              Stores stores) {

@@ -12,6 +12,7 @@
 
 #include "tbatch/tensor/tensor_class.hpp"
 #include "tbatch/view/index_types.hpp"
+#include "tbatch/view/scatter_runs.hpp"
 
 namespace tbatch {
 
@@ -264,10 +265,10 @@ void put_planned(T* base, const IndexPlan& plan, const StridedView<const T>& sou
   const StridedView<T> staged(staging.get(), ordered.shape());
   copy(ordered, staged);
   const Tensor<index_t> offsets = gathered_offsets(plan);
-  scatter_by_offsets(
+  scatter_along(
       StridedView<const T>(staged),
-      StridedView<const index_t>(offsets.element_pointer(), offsets_layout(plan, offsets)),
-      StridedView<T>(base, gathered_base(plan)), [](T& target, const T& v) { target = v; });
+      StridedView<const index_t>(offsets.element_pointer(), offsets_layout(plan, offsets)), 1,
+      StridedView<T>(base, gathered_base(plan)), AssignOp<T>{});
 }
 
 }  // namespace detail

@@ -5,6 +5,7 @@
 // in tensor/tensor_class.hpp) only reads the elements.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +16,8 @@
 
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/shape.hpp"
+#include "tbatch/view/layout.hpp"
+#include "tbatch/view/walk.hpp"
 
 namespace tbatch::detail {
 
@@ -31,25 +34,35 @@ inline bool elided(const Shape& shape) {
   return shape.numel() > print_threshold;
 }
 
-inline void append_printed_offsets(const Shape& shape, const Strides& strides, std::size_t dim,
-                                   index_t offset, bool elide, std::vector<index_t>& offsets) {
-  if (dim == shape.size()) {
-    offsets.push_back(offset);
-    return;
-  }
-  const index_t size = shape[dim];
-  for (index_t i = 0; i < size; ++i) {
-    if (elide && size > 2 * print_edge && i == print_edge) i = size - print_edge;
-    append_printed_offsets(shape, strides, dim + 1, offset + i * strides[dim], elide, offsets);
-  }
-}
-
 /// Offsets (in elements) of the elements a tensor of `shape` and `strides` starting at `offset`
-/// prints, row-major: all of them, or when elided the print_edge first and last of each dim.
+/// prints, row-major: all of them, or when elided the print_edge first and last of each dim. An
+/// elided dim is two dims (which end, which of its print_edge elements), and the engine's walk
+/// writes each printed element's offset at its row-major position.
 inline std::vector<index_t> printed_offsets(const Shape& shape, const Strides& strides,
                                             index_t offset) {
-  std::vector<index_t> offsets;
-  append_printed_offsets(shape, strides, 0, offset, elided(shape), offsets);
+  const bool elide = elided(shape);
+  Shape printed;
+  Strides at;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (elide && shape[d] > 2 * print_edge) {
+      printed.push_back(2);
+      at.push_back((shape[d] - print_edge) * strides[d]);
+      printed.push_back(print_edge);
+    } else {
+      printed.push_back(shape[d]);
+    }
+    at.push_back(strides[d]);
+  }
+  const Strides position = layout::contiguous_strides(printed);
+  std::vector<index_t> offsets(static_cast<std::size_t>(printed.numel()));
+  if (offsets.empty()) return offsets;
+  const RunPlan<2> plan = plan_runs<2>(printed, {&position, &at});
+  const index_t length = plan.run_length();
+  const index_t to = plan.inner_stride(0), from = plan.inner_stride(1);
+  walk_runs(plan, {0, offset}, [&](const std::array<index_t, 2>& first) {
+    for (index_t i = 0; i < length; ++i)
+      offsets[static_cast<std::size_t>(first[0] + i * to)] = first[1] + i * from;
+  });
   return offsets;
 }
 

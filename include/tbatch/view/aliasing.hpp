@@ -20,16 +20,13 @@
 
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/small_vector.hpp"
+#include "tbatch/base/tuning.hpp"
 #include "tbatch/view/layout.hpp"
 #include "tbatch/view/strided_view.hpp"
 #include "tbatch/view/walk.hpp"
 
 namespace tbatch {
 namespace detail {
-
-/// The widest span of offsets (in elements) the aliasing tests mark one by one to settle a case
-/// exactly.
-inline constexpr index_t exact_alias_check_max = index_t(1) << 16;
 
 /// Address range [lo, hi) of the bytes a view with elements touches.
 template <class T>

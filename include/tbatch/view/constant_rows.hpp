@@ -1,10 +1,8 @@
 #pragma once
 // Streaming writer for constant-padded rows: every whole 64-byte line of the output is one
 // aligned streaming store, composed in a register by masked loads from the source rows it
-// covers, the pad value in the other lanes. pad's row-by-row kernel writes a 58-float row at a
-// 4-byte offset with line-splitting stores and the border elements one by one; on
-// (32,64,56,56) -> (32,64,58,58) floats this writer made constant pad 1.10-1.28x faster than
-// that kernel (bench_pad, two runs). It needs AVX-512BW (masked byte loads suppress faults
+// covers, the pad value in the other lanes, instead of line-splitting stores and border
+// elements one by one. It needs AVX-512BW (masked byte loads suppress faults
 // on masked-off lanes, which may lie outside the source), detected at run time, so a build
 // without -mavx512bw uses it on CPUs that have it.
 
@@ -51,15 +49,13 @@ struct ConstantRows {
 
 #if TBATCH_CONSTANT_ROWS
 
-/// Bytes per line: streaming.hpp's line, one 512-bit register.
-inline constexpr index_t row_line_bytes = index_t(stream_line);
-static_assert(row_line_bytes == 64, "a line is one 512-bit register");
+static_assert(line_bytes == 64, "a line is one 512-bit register");
 
 /// The lanes [begin, end) of a 64-byte line (bounds clamped to the line).
 __attribute__((target("avx512f,avx512bw,bmi2"))) inline __mmask64 line_lanes(index_t begin,
                                                                              index_t end) {
-  begin = begin < 0 ? 0 : begin > row_line_bytes ? row_line_bytes : begin;
-  end = end < begin ? begin : end > row_line_bytes ? row_line_bytes : end;
+  begin = begin < 0 ? 0 : begin > line_bytes ? line_bytes : begin;
+  end = end < begin ? begin : end > line_bytes ? line_bytes : end;
   return _bzhi_u64(~std::uint64_t(0), unsigned(end)) &
          ~_bzhi_u64(~std::uint64_t(0), unsigned(begin));
 }
@@ -89,11 +85,11 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) void stream_constant_rows(T* ou
                                                                            const ConstantRows& rows,
                                                                            T value) {
   constexpr index_t elem = index_t(sizeof(T));
-  static_assert(row_line_bytes % elem == 0, "elements tile a cache line");
+  static_assert(line_bytes % elem == 0, "elements tile a cache line");
   const index_t row_bytes = rows.row_length * elem, total = rows.planes * rows.rows * row_bytes;
-  TBATCH_ASSERT(row_bytes >= row_line_bytes);
+  TBATCH_ASSERT(row_bytes >= line_bytes);
   if (total == 0) return;
-  T pattern[static_cast<std::size_t>(row_line_bytes / elem)];
+  T pattern[static_cast<std::size_t>(line_bytes / elem)];
   for (T& p : pattern)
     p = value;
   const __m512i value_line = _mm512_loadu_si512(pattern);
@@ -119,22 +115,22 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) void stream_constant_rows(T* ou
   ConstantRow current = describe_next(),
               following = row_count > 1 ? describe_next() : ConstantRow{};
   index_t described = row_count > 1 ? 2 : 1;
-  for (std::uintptr_t line = base & ~std::uintptr_t(row_line_bytes - 1);
-       line < base + std::uintptr_t(total); line += row_line_bytes) {
+  for (std::uintptr_t line = base & ~std::uintptr_t(line_bytes - 1);
+       line < base + std::uintptr_t(total); line += line_bytes) {
     const index_t at = index_t(line - base);  // negative for a line starting before the output
     if (current.end <= at) {
       current = following;
       following = described < row_count ? (++described, describe_next()) : ConstantRow{};
     }
     __m512i v;
-    if (current.copies && current.copy_begin <= at && at + row_line_bytes <= current.copy_end) {
+    if (current.copies && current.copy_begin <= at && at + line_bytes <= current.copy_end) {
       v = _mm512_loadu_si512(reinterpret_cast<const void*>(current.bias + std::uintptr_t(at)));
     } else {
       v = current.copies ? load_copied_lanes(current, value_line, at) : value_line;
-      if (current.end < at + row_line_bytes && following.copies)
+      if (current.end < at + line_bytes && following.copies)
         v = load_copied_lanes(following, v, at);
     }
-    if (at >= 0 && at + row_line_bytes <= total)
+    if (at >= 0 && at + line_bytes <= total)
       _mm512_stream_si512(reinterpret_cast<__m512i*>(line), v);
     else
       _mm512_mask_storeu_epi8(reinterpret_cast<void*>(line), line_lanes(-at, total - at), v);

@@ -18,6 +18,7 @@
 
 #include "tbatch/base/shape.hpp"
 #include "tbatch/base/small_vector.hpp"
+#include "tbatch/base/tuning.hpp"
 #include "tbatch/view/aliasing.hpp"
 #include "tbatch/view/streaming.hpp"
 #include "tbatch/view/strided_view.hpp"
@@ -100,8 +101,8 @@ union TileCell {
 template <class S, class D>
 void copy_tiled(const S* src, index_t src_row, index_t src_col, D* dst, index_t dst_row,
                 index_t dst_col, index_t rows, index_t cols) {
-  constexpr index_t tile_rows = 128;  // 512-byte source segments for 4-byte elements
-  constexpr index_t tile_cols = 128 / index_t(std::max(sizeof(S), sizeof(D)));
+  constexpr index_t tile_rows = copy_tile_rows;
+  constexpr index_t tile_cols = copy_tile_bytes / index_t(std::max(sizeof(S), sizeof(D)));
   TileCell<S> buffer[static_cast<std::size_t>(tile_cols)]
                     [static_cast<std::size_t>(tile_rows)];  // 16 KiB at most
   // Unit: the source rows and destination columns are dense. Full: a whole tile, whose
@@ -139,7 +140,6 @@ void copy_tiled(const S* src, index_t src_row, index_t src_col, D* dst, index_t 
 /// along another dim (a transposed copy); -1 when a plain walk is already cache-friendly.
 template <std::size_t N>
 index_t transposed_dim(const RunPlan<N>& plan) {
-  constexpr index_t min_tile_extent = 8;
   const std::size_t run = plan.sizes.size() - 1;
   const index_t src_inner = std::abs(plan.strides[1][run]);
   if (run == 0 || src_inner <= 1 || plan.sizes[run] < min_tile_extent) return -1;
@@ -153,30 +153,50 @@ index_t transposed_dim(const RunPlan<N>& plan) {
   return best;
 }
 
-/// Copies the runs of `plan` (operand 0 the destination, operand 1 the source). Dense runs of
-/// one type are copied and broadcast runs filled with `stores`; the others are element loops.
+/// Copies the runs of `plan` (operand 0 the destination, operand 1 the source), a row of runs
+/// at a time. Dense runs of one type are copied and broadcast runs filled with `stores`; the
+/// others are element loops.
 template <class S, class D>
-void copy_runs(const RunPlan<2>& plan, const StridedView<const S>& src, const StridedView<D>& dst,
+void copy_runs(RunPlan<2> plan, const StridedView<const S>& src, const StridedView<D>& dst,
                Stores stores) {
+  // Through the cache, the dim next to the run may trade places with a longer dim just outside
+  // it whose span of the destination fits in L1: the same lines are written, and the 2-D loop
+  // gets the longer rows.
+  const std::size_t rank = plan.sizes.size();
+  if (stores == Stores::cached && rank >= 3 && plan.sizes[rank - 2] < plan.sizes[rank - 3] &&
+      std::abs(plan.strides[0][rank - 3]) * plan.sizes[rank - 3] * index_t(sizeof(D)) <=
+          row_swap_span_bytes) {
+    std::swap(plan.sizes[rank - 2], plan.sizes[rank - 3]);
+    for (auto& s : plan.strides)
+      std::swap(s[rank - 2], s[rank - 3]);
+  }
   const index_t length = plan.run_length();
   const index_t dst_inner = plan.inner_stride(0), src_inner = plan.inner_stride(1);
-  walk_runs(plan, {0, 0}, [&](const std::array<index_t, 2>& at) {
+  const index_t dst_row = plan.row_stride(0), src_row = plan.row_stride(1);
+  walk_rows(plan, {0, 0}, [&](const std::array<index_t, 2>& at, index_t rows) {
     D* out = dst.data() + at[0];
     const S* in = src.data() + at[1];
     if constexpr (std::is_same_v<S, D>) {
       if (dst_inner == 1 && src_inner == 1) {
-        copy_row_with(stores, out, in, length);
+        if (stores == Stores::streaming)
+          for (index_t r = 0; r < rows; ++r)
+            stream_copy(out + r * dst_row, in + r * src_row,
+                        static_cast<std::size_t>(length) * sizeof(D));
+        else
+          copy_rows(out, dst_row, in, src_row, rows, length);
         return;
       }
     }
-    if (dst_inner == 1 && src_inner == 1) {
-      for (index_t i = 0; i < length; ++i)
-        out[i] = cast_element<D>(in[i]);
-    } else if (dst_inner == 1 && src_inner == 0) {
-      fill_row_with(stores, out, length, cast_element<D>(*in));
-    } else {
-      for (index_t i = 0; i < length; ++i)
-        out[i * dst_inner] = cast_element<D>(in[i * src_inner]);
+    for (index_t r = 0; r < rows; ++r, out += dst_row, in += src_row) {
+      if (dst_inner == 1 && src_inner == 1) {
+        for (index_t i = 0; i < length; ++i)
+          out[i] = cast_element<D>(in[i]);
+      } else if (dst_inner == 1 && src_inner == 0) {
+        fill_row_with(stores, out, length, cast_element<D>(*in));
+      } else {
+        for (index_t i = 0; i < length; ++i)
+          out[i * dst_inner] = cast_element<D>(in[i * src_inner]);
+      }
     }
   });
   if (stores == Stores::streaming) streaming_fence();
@@ -236,13 +256,6 @@ struct DenseRows {
   index_t row_length = 1;
   index_t row_stride = 0;
 };
-
-/// The dense-rows path (no plan) serves copies and fills below this many bytes, and larger ones
-/// whose rows are at least dense_row_min_bytes long: planning a walk costs more than moving a
-/// few bytes, and a large output of short rows is faster through the planned walk's loops than
-/// through one row call per row.
-inline constexpr index_t small_copy_bytes = index_t(1) << 14;
-inline constexpr index_t dense_row_min_bytes = index_t(1) << 12;
 
 /// True when `block` (of `bytes` in all, elements of `element_size`) takes the dense-rows path.
 inline bool takes_dense_rows(const DenseRows& block, index_t bytes, index_t element_size) {
@@ -497,22 +510,6 @@ void gather_by_offsets(StridedView<const std::type_identity_t<T>> src_base,
           out[i * stride[0]] = in[i * stride[2] + shift[i * stride[1]]];
       },
       dst, offsets, src_base);
-}
-
-/// Scatter by element offsets: combine(*(&dst_base[i] + offsets[i]), src[i]) for every element i,
-/// in the engine's deterministic order. combine(T& target, const T& value) assigns or reduces.
-template <class T, class Combine>
-void scatter_by_offsets(StridedView<const std::type_identity_t<T>> src,
-                        StridedView<const index_t> offsets, StridedView<T> dst_base,
-                        Combine&& combine) {
-  for_each_run(
-      "scatter_by_offsets",
-      [&](index_t n, const std::array<index_t, 3>& stride, const T* in, const index_t* shift,
-          T* out) {
-        for (index_t i = 0; i < n; ++i)
-          combine(out[i * stride[2] + shift[i * stride[1]]], in[i * stride[0]]);
-      },
-      src, offsets, dst_base);
 }
 
 }  // namespace tbatch::detail

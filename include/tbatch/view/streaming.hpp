@@ -15,6 +15,7 @@
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/streaming_stores.hpp"
+#include "tbatch/base/tuning.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -41,14 +42,13 @@ Stores stores_for_output(const Out& out) {
   return stores_for(out.numel() * index_t(sizeof(*out.data())));
 }
 
-// Streaming stores go out in whole 64-byte cache lines: a line only partly written by them is
-// flushed on its own, read-modify-write in memory (on 232-byte rows streamed piecewise, pad ran
-// 30x slower). Partial lines at the ends of a range take normal stores.
-constexpr std::size_t stream_line = 64;
+// Streaming stores go out in whole cache lines: a line only partly written by them is flushed on
+// its own, read-modify-write in memory. Partial lines at the ends of a range take normal stores.
 constexpr std::size_t stream_unit = 16;  // bytes per streaming store
 
 inline std::size_t bytes_to_line(const void* p) {
-  return (stream_line - reinterpret_cast<std::uintptr_t>(p) % stream_line) % stream_line;
+  constexpr auto line = static_cast<std::size_t>(line_bytes);
+  return (line - reinterpret_cast<std::uintptr_t>(p) % line) % line;
 }
 
 /// memcpy (no overlap) whose whole cache lines of `dst` are written with streaming stores.
@@ -59,8 +59,9 @@ inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
   const std::size_t head = std::min(bytes, bytes_to_line(out));
   std::memcpy(out, in, head);
   out += head, in += head, bytes -= head;
-  for (; bytes >= stream_line; out += stream_line, in += stream_line, bytes -= stream_line)
-    for (std::size_t u = 0; u < stream_line; u += stream_unit)
+  constexpr auto line = static_cast<std::size_t>(line_bytes);
+  for (; bytes >= line; out += line, in += line, bytes -= line)
+    for (std::size_t u = 0; u < line; u += stream_unit)
       _mm_stream_si128(reinterpret_cast<__m128i*>(out + u),
                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + u)));
   std::memcpy(out, in, bytes);
@@ -79,7 +80,8 @@ void stream_fill(T* out, index_t n, T value) {
     const index_t head = std::min<index_t>(n, static_cast<index_t>(bytes_to_line(out) / sizeof(T)));
     std::fill_n(out, head, value);
     out += head, n -= head;
-    constexpr index_t per_unit = stream_unit / sizeof(T), per_line = stream_line / sizeof(T);
+    constexpr index_t per_unit = index_t(stream_unit / sizeof(T)),
+                      per_line = line_bytes / index_t(sizeof(T));
     T pattern[static_cast<std::size_t>(per_unit)];
     std::fill_n(pattern, per_unit, value);
     __m128i unit;
@@ -100,13 +102,76 @@ inline void streaming_fence() {
 #endif
 }
 
+/// The row copier (no overlap), inline: a row shorter than a line is two fixed-size moves (the
+/// second ending at the row's end, overlapping the first), a row of up to inline_row_max_lines
+/// lines is copied in whole lines (the last one ending at the row's end), a longer row is one
+/// memcpy. A memcpy call per short row costs more than its copy.
+template <class T>
+[[gnu::always_inline]] inline void copy_row(T* out, const T* in, index_t n) {
+  auto* o = reinterpret_cast<char*>(out);
+  const auto* i = reinterpret_cast<const char*>(in);
+  const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
+  constexpr auto line = static_cast<std::size_t>(line_bytes);
+  auto two = [&]<std::size_t W>(std::integral_constant<std::size_t, W>) {
+    std::memcpy(o, i, W);
+    std::memcpy(o + bytes - W, i + bytes - W, W);
+  };
+  if (bytes > static_cast<std::size_t>(inline_row_max_lines) * line) {
+    std::memcpy(o, i, bytes);
+  } else if (bytes >= line) {
+    std::size_t at = 0;
+    for (; at + line <= bytes; at += line)
+      std::memcpy(o + at, i + at, line);
+    if (at < bytes) std::memcpy(o + bytes - line, i + bytes - line, line);
+  } else if (bytes >= 32) {
+    two(std::integral_constant<std::size_t, 32>{});
+  } else if (bytes >= 16) {
+    two(std::integral_constant<std::size_t, 16>{});
+  } else if (bytes >= 8) {
+    two(std::integral_constant<std::size_t, 8>{});
+  } else if (bytes >= 4) {
+    two(std::integral_constant<std::size_t, 4>{});
+  } else {
+    for (std::size_t k = 0; k < bytes; ++k)
+      o[k] = i[k];
+  }
+}
+
+/// copy_row over `rows` rows, row r from in + r * in_stride to out + r * out_stride. Rows
+/// shorter than a line, the same for every row, are copied by a loop per move width.
+template <class T>
+void copy_rows(T* out, index_t out_stride, const T* in, index_t in_stride, index_t rows,
+               index_t n) {
+  const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
+  auto short_rows = [&]<std::size_t W>(std::integral_constant<std::size_t, W>) {
+    for (index_t r = 0; r < rows; ++r) {
+      auto* o = reinterpret_cast<char*>(out + r * out_stride);
+      const auto* i = reinterpret_cast<const char*>(in + r * in_stride);
+      std::memcpy(o, i, W);
+      std::memcpy(o + bytes - W, i + bytes - W, W);
+    }
+  };
+  if (bytes >= static_cast<std::size_t>(line_bytes) || bytes < 4) {
+    for (index_t r = 0; r < rows; ++r)
+      copy_row(out + r * out_stride, in + r * in_stride, n);
+  } else if (bytes >= 32) {
+    short_rows(std::integral_constant<std::size_t, 32>{});
+  } else if (bytes >= 16) {
+    short_rows(std::integral_constant<std::size_t, 16>{});
+  } else if (bytes >= 8) {
+    short_rows(std::integral_constant<std::size_t, 8>{});
+  } else {
+    short_rows(std::integral_constant<std::size_t, 4>{});
+  }
+}
+
 /// The copy and fill of a row, with the given stores.
 template <class T>
 void copy_row_with(Stores stores, T* out, const T* in, index_t n) {
   if (stores == Stores::streaming)
     stream_copy(out, in, static_cast<std::size_t>(n) * sizeof(T));
   else
-    std::memcpy(static_cast<void*>(out), in, static_cast<std::size_t>(n) * sizeof(T));
+    copy_row(out, in, n);
 }
 template <class T>
 void fill_row_with(Stores stores, T* out, index_t n, T value) {

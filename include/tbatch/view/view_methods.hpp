@@ -16,8 +16,9 @@ namespace tbatch {
 /// CRTP details: Derived provides `const Layout& layout() const`, `Derived rebound(const
 /// Layout&) const` and `Derived rebound(Layout&&) const` (same buffer, a layout the layout
 /// algebra made from this one, so unchecked; private, with ViewMethods<Derived> a friend),
-/// `element_pointer()` (pointer to offset 0 of the buffer) and `Derived copy_to_layout_of(Shape)
-/// const` (a fresh contiguous copy reshaped).
+/// `element_pointer()` (pointer to offset 0 of the buffer) and `Derived copy_reshaped(const
+/// Shape&) const` (a fresh contiguous copy with that shape; reshape and flatten call it when no
+/// view exists).
 template <class Derived>
 class ViewMethods {
  public:

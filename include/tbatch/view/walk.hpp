@@ -23,6 +23,10 @@ struct RunPlan {
 
   index_t run_length() const { return sizes.back(); }
   index_t inner_stride(std::size_t k) const { return strides[k].back(); }
+  /// Operand k's stride between consecutive runs of walk_rows (0 when there is one run).
+  index_t row_stride(std::size_t k) const {
+    return sizes.size() < 2 ? 0 : strides[k][sizes.size() - 2];
+  }
 };
 
 /// Plans the walk over operands that share `shape`; operand 0 (the destination) decides the
@@ -70,18 +74,26 @@ RunPlan<N> plan_runs(const Shape& shape, const std::array<const StrideList*, N>&
   return plan;
 }
 
-/// Visits every run of `plan`: calls visit(offsets) with each operand's element offset of the
-/// run's first element (added to `origin`). Outer dims are walked as an odometer.
+/// Visits `plan` two dims at a time: calls visit(offsets, rows) with each operand's element
+/// offset (added to `origin`) of the first of `rows` runs, run r starting r * row_stride(k)
+/// further. The dims outside those two are walked as an odometer, the only N-d walk in tbatch;
+/// a kernel's loop over the rows (and the run) is its own, inline.
 template <std::size_t N, class Visit>
-void walk_runs(const RunPlan<N>& plan, std::array<index_t, N> origin, Visit&& visit) {
+void walk_rows(const RunPlan<N>& plan, std::array<index_t, N> origin, Visit&& visit) {
   if (plan.numel == 0) return;
-  const std::size_t outer = plan.sizes.size() - 1;
+  if (plan.sizes.size() == 1) {
+    visit(origin, index_t(1));
+    return;
+  }
+  const std::size_t outer = plan.sizes.size() - 2;
+  const index_t rows = plan.sizes[outer];
   SmallVector<index_t, 8> counter(outer, 0);
   std::array<index_t, N> offsets = origin;
   while (true) {
-    visit(offsets);
+    visit(offsets, rows);
     std::size_t d = outer;
-    while (d > 0) {
+    while (true) {
+      if (d == 0) return;
       --d;
       for (std::size_t k = 0; k < N; ++k)
         offsets[k] += plan.strides[k][d];
@@ -89,10 +101,24 @@ void walk_runs(const RunPlan<N>& plan, std::array<index_t, N> origin, Visit&& vi
       for (std::size_t k = 0; k < N; ++k)
         offsets[k] -= plan.strides[k][d] * plan.sizes[d];
       counter[d] = 0;
-      if (d == 0) return;
     }
-    if (outer == 0) return;
   }
+}
+
+/// Visits every run of `plan`: calls visit(offsets) with each operand's element offset of the
+/// run's first element (added to `origin`).
+template <std::size_t N, class Visit>
+void walk_runs(const RunPlan<N>& plan, std::array<index_t, N> origin, Visit&& visit) {
+  std::array<index_t, N> row_stride;
+  for (std::size_t k = 0; k < N; ++k)
+    row_stride[k] = plan.row_stride(k);
+  walk_rows(plan, origin, [&](std::array<index_t, N> at, index_t rows) {
+    for (index_t r = 0; r < rows; ++r) {
+      visit(static_cast<const std::array<index_t, N>&>(at));
+      for (std::size_t k = 0; k < N; ++k)
+        at[k] += row_stride[k];
+    }
+  });
 }
 
 }  // namespace detail
