@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include <tbatch/tensor/eigen_tensor.hpp>
 #include <tbatch/tbatch.hpp>
+#include <tbatch/tensor/eigen_tensor.hpp>
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #ifdef TBATCH_BENCH_WITH_TORCH

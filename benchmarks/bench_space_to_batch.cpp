@@ -10,8 +10,8 @@
 #include <cstring>
 #include <vector>
 
-#include <tbatch/tensor/eigen_tensor.hpp>
 #include <tbatch/tbatch.hpp>
+#include <tbatch/tensor/eigen_tensor.hpp>
 #include <unsupported/Eigen/CXX11/Tensor>
 
 namespace {

@@ -23,9 +23,9 @@
 #include "tbatch/base/dtype.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/storage.hpp"
-#include "tbatch/tensor/any_tensor.hpp"
 #include "tbatch/io/posix_file.hpp"
 #include "tbatch/io/safetensors_header.hpp"
+#include "tbatch/tensor/any_tensor.hpp"
 
 namespace tbatch::io {
 

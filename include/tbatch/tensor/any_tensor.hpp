@@ -17,8 +17,8 @@
 
 #include "tbatch/base/dtype.hpp"
 #include "tbatch/base/errors.hpp"
-#include "tbatch/tensor/indexing.hpp"
 #include "tbatch/base/shape.hpp"
+#include "tbatch/tensor/indexing.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/layout.hpp"
