@@ -239,12 +239,12 @@ void divide_by_hit_counts(const StridedView<T>& slots, const StridedView<const i
   }
   Tensor<index_t> scratch = Tensor<index_t>::empty(Shape{0});
   auto count_and_divide = [&](const StridedView<T>& slot_block,
-                              const StridedView<const index_t>& index_block) {
+                              const StridedView<const index_t>& index_part) {
     if (scratch.numel() < slot_block.numel())  // the first block is the largest
       scratch = Tensor<index_t>::empty(Shape{slot_block.numel()});
     const StridedView<index_t> counts(scratch.data(), slot_block.shape());
     fill_view(counts, index_t(0), Stores::cached);
-    count_hits(index_block, dim, counts);
+    count_hits(index_part, dim, counts);
     for_each(divide, slot_block, StridedView<const index_t>(counts));
   };
   for_each_line_block(slots, index, dim, mean_count_block, count_and_divide);
