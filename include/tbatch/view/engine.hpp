@@ -263,7 +263,7 @@ bool takes_dense_rows(const RunPlan<N>& plan, index_t bytes, index_t element_siz
 template <class T>
 bool copy_dense_rows(const StridedView<const T>& src, const StridedView<T>& dst, Stores stores) {
   const RunPlan<2> plan = plan_runs_in_order<2>(dst.shape(), {&dst.strides(), &src.strides()});
-  if (!takes_dense_rows(plan, dst.numel() * index_t(sizeof(T)), sizeof(T))) return false;
+  if (!takes_dense_rows(plan, plan.numel * index_t(sizeof(T)), sizeof(T))) return false;
   const index_t length = plan.run_length(), rows = plan.numel / length;
   const index_t dst_row = plan.row_stride(0), src_row = plan.row_stride(1);
   const T* in = src.data();
@@ -358,7 +358,7 @@ void fill_view(const StridedView<T>& dst, T value, Stores stores) {
   // Dense rows in index order need no ordered plan, and stay typed: the other fills go through
   // one compiled walk per element width.
   const RunPlan<1> rows = plan_runs_in_order<1>(dst.shape(), {&dst.strides()});
-  if (takes_dense_rows(rows, dst.numel() * index_t(sizeof(T)), sizeof(T))) {
+  if (takes_dense_rows(rows, rows.numel * index_t(sizeof(T)), sizeof(T))) {
     fill_runs(rows, dst.data(), value, stores);
     return;
   }
