@@ -127,17 +127,22 @@ TEST_CASE("small copies and fills of dense rows take the row path and match a pl
   // Views as (rows, row length, row stride): contiguous, rows of a wider buffer, size-1 dims
   // with any stride; reversed or interleaved dims are not dense rows.
   const Tensor<float> wide = iota<float>({4, 5}, 1000);
-  auto rows_of = [](const Layout& l) {
-    const auto rows = detail::dense_rows_of(l);
-    REQUIRE(rows);
-    return std::vector<index_t>{rows->rows, rows->row_length, rows->row_stride};
+  auto plan_of = [](const Layout& l) {
+    return detail::plan_runs_in_order<1>(l.shape, {&l.strides});
+  };
+  auto rows_of = [&](const Layout& l) {
+    const auto plan = plan_of(l);
+    REQUIRE(detail::is_dense_rows(plan));
+    return std::vector<index_t>{plan.numel / plan.run_length(), plan.run_length(),
+                                plan.sizes.size() == 2 ? plan.row_stride(0) : plan.run_length()};
   };
   CHECK(rows_of(wide.layout()) == std::vector<index_t>{1, 20, 20});
   CHECK(rows_of(wide.narrow(1, 0, 3).layout()) == std::vector<index_t>{4, 3, 5});
   CHECK(rows_of(Layout{Shape{3, 1, 4}, Strides{4, 999, 1}, 0}) == std::vector<index_t>{1, 12, 12});
   CHECK(rows_of(Layout{Shape{2, 3, 4}, Strides{24, 8, 1}, 0}) == std::vector<index_t>{6, 4, 8});
-  CHECK_FALSE(detail::dense_rows_of(wide.slice(0, std::nullopt, std::nullopt, -1).layout()));
-  CHECK_FALSE(detail::dense_rows_of(wide.transpose(0, 1).layout()));
+  CHECK_FALSE(
+      detail::is_dense_rows(plan_of(wide.slice(0, std::nullopt, std::nullopt, -1).layout())));
+  CHECK_FALSE(detail::is_dense_rows(plan_of(wide.transpose(0, 1).layout())));
 
   auto check_copy = [](const Tensor<float>& src, Tensor<float> dst) {
     copy(src.view(), dst.view());

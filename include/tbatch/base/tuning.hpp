@@ -22,9 +22,9 @@ inline constexpr index_t parallel_min_bytes = index_t(1) << 20;
 /// The default output size from which kernels write with streaming stores (user-settable).
 inline constexpr index_t default_streaming_min_bytes = index_t(16) << 20;
 
-/// Copies and fills below this many bytes skip planning and go row by row (dense rows only).
+/// Copies and fills below this many bytes skip the ordered plan and go row by row (dense rows).
 inline constexpr index_t small_copy_bytes = index_t(1) << 14;
-/// Larger dense-row copies and fills skip planning when their rows are at least this long.
+/// Larger dense-row copies and fills skip the ordered plan when their rows are this long or more.
 inline constexpr index_t dense_row_min_bytes = index_t(1) << 12;
 /// A copy's row dim may swap with a longer outer dim whose destination span is at most this.
 inline constexpr index_t row_swap_span_bytes = index_t(1) << 12;

@@ -249,76 +249,32 @@ void copy_planned_source_order(const StridedView<const S>& src, const StridedVie
   copy_runs(plan, src, dst, stores);
 }
 
-/// A view whose elements are `rows` runs of `row_length` contiguous elements, the runs
-/// `row_stride` apart and in order (rows == 1 for a contiguous view).
-struct DenseRows {
-  index_t rows = 1;
-  index_t row_length = 1;
-  index_t row_stride = 0;
-};
-
-/// True when `block` (of `bytes` in all, elements of `element_size`) takes the dense-rows path.
-inline bool takes_dense_rows(const DenseRows& block, index_t bytes, index_t element_size) {
-  return bytes < small_copy_bytes || block.row_length * element_size >= dense_row_min_bytes;
+/// True when a plan of dense rows (is_dense_rows) over `bytes` in all is copied or filled row by
+/// row without the ordered plan: small ones, and those of long rows.
+template <std::size_t N>
+bool takes_dense_rows(const RunPlan<N>& plan, index_t bytes, index_t element_size) {
+  return is_dense_rows(plan) &&
+         (bytes < small_copy_bytes || plan.run_length() * element_size >= dense_row_min_bytes);
 }
 
-/// `l` as DenseRows when its dims (size-1 dims ignored) merge into at most two levels, forward
-/// and without overlap; nullopt otherwise, and the caller plans a general walk. O(rank), no
-/// allocation.
-inline std::optional<DenseRows> dense_rows_of(const Layout& l) {
-  const index_t* sizes = l.shape.data();
-  const index_t* strides = l.strides.data();
-  DenseRows block;
-  index_t d = l.dim() - 1;
-  for (; d >= 0; --d) {  // the trailing dims that are dense together form one row
-    if (sizes[d] == 1) continue;
-    if (strides[d] != block.row_length) break;
-    block.row_length *= sizes[d];
-  }
-  block.row_stride = block.row_length;
-  bool has_rows = false;
-  for (; d >= 0; --d) {  // the remaining dims must merge into one evenly spaced row dim
-    if (sizes[d] == 1) continue;
-    if (!has_rows) {
-      if (strides[d] < block.row_length) return std::nullopt;
-      block.rows = sizes[d];
-      block.row_stride = strides[d];
-      has_rows = true;
-    } else if (strides[d] == block.rows * block.row_stride) {
-      block.rows *= sizes[d];
-    } else {
-      return std::nullopt;
-    }
-  }
-  return block;
-}
-
-/// Copies src to dst when both are DenseRows of one row length (a contiguous side is cut into
-/// the other side's rows) and their bytes do not overlap: one row copy each, with `stores`, and
-/// no plan (planning costs more than a small copy, and finds the same rows for a large one).
-/// Returns false, having done nothing, when the views need the planned walk.
+/// Copies src to dst when, taken in index order, both are dense rows of one length
+/// (takes_dense_rows) and their bytes do not overlap: one row copy each, with `stores`.
+/// Returns false, having done nothing, when the views need the ordered walk.
 template <class T>
 bool copy_dense_rows(const StridedView<const T>& src, const StridedView<T>& dst, Stores stores) {
-  std::optional<DenseRows> from = dense_rows_of(src.layout());
-  std::optional<DenseRows> to = dense_rows_of(dst.layout());
-  if (!from || !to) return false;
-  if (from->row_length != to->row_length) {
-    if (from->rows == 1)
-      from = DenseRows{to->rows, to->row_length, to->row_length};
-    else if (to->rows == 1)
-      to = DenseRows{from->rows, from->row_length, from->row_length};
-    else
-      return false;
-  }
-  if (!takes_dense_rows(*to, dst.numel() * index_t(sizeof(T)), sizeof(T))) return false;
+  const RunPlan<2> plan = plan_runs_in_order<2>(dst.shape(), {&dst.strides(), &src.strides()});
+  if (!takes_dense_rows(plan, plan.numel * index_t(sizeof(T)), sizeof(T))) return false;
+  const index_t length = plan.run_length(), rows = plan.numel / length;
+  const index_t dst_row = plan.row_stride(0), src_row = plan.row_stride(1);
   const T* in = src.data();
   T* out = dst.data();
-  const index_t length = to->row_length;
-  const T* in_end = in + (from->rows - 1) * from->row_stride + length;
-  const T* out_end = out + (to->rows - 1) * to->row_stride + length;
+  const T* in_end = in + (rows - 1) * src_row + length;
+  const T* out_end = out + (rows - 1) * dst_row + length;
   if (in < out_end && out < in_end) return false;  // overlapping: the walk stages through a copy
-  for (index_t r = 0; r < to->rows; ++r)
-    copy_row_with(stores, out + r * to->row_stride, in + r * from->row_stride, length);
+  walk_rows(plan, {0, 0}, [&](const std::array<index_t, 2>& at, index_t n_rows) {
+    for (index_t r = 0; r < n_rows; ++r)
+      copy_row_with(stores, out + at[0] + r * dst_row, in + at[1] + r * src_row, length);
+  });
   if (stores == Stores::streaming) streaming_fence();
   return true;
 }
@@ -379,32 +335,38 @@ void fill_strided(T* out, index_t n, index_t stride, T value) {
     out[at] = value;
 }
 
+/// Fills the runs of `plan` (over `data`) with `value`, a row of runs at a time.
+template <class T>
+void fill_runs(const RunPlan<1>& plan, T* data, T value, Stores stores) {
+  if (plan.numel == 0) return;
+  const index_t length = plan.run_length(), inner = plan.inner_stride(0), row = plan.row_stride(0);
+  walk_rows(plan, {0}, [&](const std::array<index_t, 1>& at, index_t rows) {
+    T* out = data + at[0];
+    for (index_t r = 0; r < rows; ++r, out += row) {
+      if (inner == 1 || length == 1)
+        fill_row_with(stores, out, length, value);
+      else
+        fill_strided(out, length, inner, value);
+    }
+  });
+  if (stores == Stores::streaming) streaming_fence();
+}
+
 /// fill() with the stores chosen by the caller.
 template <class T>
 void fill_view(const StridedView<T>& dst, T value, Stores stores) {
-  // Dense rows need no plan, and stay typed: re-binding the view as words would cost more than
-  // a small fill.
-  const auto block = dense_rows_of(dst.layout());
-  if (block && takes_dense_rows(*block, dst.numel() * index_t(sizeof(T)), sizeof(T))) {
-    for (index_t r = 0; r < block->rows; ++r)
-      fill_row_with(stores, dst.data() + r * block->row_stride, block->row_length, value);
-    if (stores == Stores::streaming) streaming_fence();
+  // Dense rows in index order need no ordered plan, and stay typed: the other fills go through
+  // one compiled walk per element width.
+  const RunPlan<1> rows = plan_runs_in_order<1>(dst.shape(), {&dst.strides()});
+  if (takes_dense_rows(rows, rows.numel * index_t(sizeof(T)), sizeof(T))) {
+    fill_runs(rows, dst.data(), value, stores);
     return;
   }
-  if constexpr (!is_word_v<T>) {
-    fill_view(as_words(dst), to_word(value), stores);  // one compiled walk per width
-  } else {
-    for_each_run(
-        "fill",
-        [&](index_t n, const std::array<index_t, 1>& stride, T* out) {
-          if (stride[0] == 1)
-            fill_row_with(stores, out, n, value);
-          else
-            fill_strided(out, n, stride[0], value);
-        },
-        dst);
-    if (stores == Stores::streaming) streaming_fence();
-  }
+  const RunPlan<1> plan = plan_runs<1>(dst.shape(), {&dst.strides()});
+  if constexpr (is_word_v<T>)
+    fill_runs(plan, dst.data(), value, stores);
+  else
+    fill_runs(plan, reinterpret_cast<WordOf<T>*>(dst.data()), to_word(value), stores);
 }
 
 }  // namespace detail

@@ -29,6 +29,35 @@ struct RunPlan {
   }
 };
 
+/// Adds dim d of `shape` to `plan` as its new innermost dim, merged into the last one when the
+/// two are contiguous in every operand: tbatch's one answer to which dims merge into one run.
+template <std::size_t N, class StrideList>
+void append_dim(RunPlan<N>& plan, const Shape& shape,
+                const std::array<const StrideList*, N>& strides, std::size_t d) {
+  const index_t size = shape[d];
+  bool merges = !plan.sizes.empty();
+  for (std::size_t k = 0; k < N && merges; ++k)
+    merges = plan.strides[k].back() == (*strides[k])[d] * size;
+  if (merges) {
+    plan.sizes.back() *= size;
+    for (std::size_t k = 0; k < N; ++k)
+      plan.strides[k].back() = (*strides[k])[d];
+  } else {
+    plan.sizes.push_back(size);
+    for (std::size_t k = 0; k < N; ++k)
+      plan.strides[k].push_back((*strides[k])[d]);
+  }
+}
+
+/// The plan of a single element: one run of length 1.
+template <std::size_t N>
+void finish_plan(RunPlan<N>& plan) {
+  if (!plan.sizes.empty()) return;
+  plan.sizes.push_back(1);
+  for (auto& s : plan.strides)
+    s.push_back(0);
+}
+
 /// Plans the walk over operands that share `shape`; operand 0 (the destination) decides the
 /// visiting order, later operands break its ties and its broadcast (stride-0) dims.
 template <std::size_t N, class StrideList = Strides>
@@ -51,27 +80,36 @@ RunPlan<N> plan_runs(const Shape& shape, const std::array<const StrideList*, N>&
   for (std::size_t i = 1; i < dims.size(); ++i)  // stable insertion sort, outermost first
     for (std::size_t j = i; j > 0 && outer_than(dims[j], dims[j - 1]); --j)
       std::swap(dims[j], dims[j - 1]);
-  for (std::size_t d : dims) {
-    const index_t size = shape[d];
-    bool merges = !plan.sizes.empty();
-    for (std::size_t k = 0; k < N && merges; ++k)
-      merges = plan.strides[k].back() == (*strides[k])[d] * size;
-    if (merges) {
-      plan.sizes.back() *= size;
-      for (std::size_t k = 0; k < N; ++k)
-        plan.strides[k].back() = (*strides[k])[d];
-    } else {
-      plan.sizes.push_back(size);
-      for (std::size_t k = 0; k < N; ++k)
-        plan.strides[k].push_back((*strides[k])[d]);
-    }
-  }
-  if (plan.sizes.empty()) {  // a single element
-    plan.sizes.push_back(1);
-    for (auto& s : plan.strides)
-      s.push_back(0);
-  }
+  for (std::size_t d : dims)
+    append_dim(plan, shape, strides, d);
+  finish_plan(plan);
   return plan;
+}
+
+/// plan_runs in the operands' own dim order (no reordering), so that its runs visit elements in
+/// index order: cheaper, for callers that only take plans of dense rows (is_dense_rows).
+template <std::size_t N, class StrideList = Strides>
+RunPlan<N> plan_runs_in_order(const Shape& shape, const std::array<const StrideList*, N>& strides) {
+  RunPlan<N> plan;
+  plan.numel = shape.numel();
+  if (plan.numel == 0) return plan;
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1) append_dim(plan, shape, strides, d);
+  finish_plan(plan);
+  return plan;
+}
+
+/// True when `plan` is, in every operand, rows of dense runs each starting at least a run
+/// after the previous one (forward, rows not overlapping): at most two planned dims.
+template <std::size_t N>
+bool is_dense_rows(const RunPlan<N>& plan) {
+  if (plan.numel == 0 || plan.sizes.size() > 2) return false;
+  const index_t length = plan.run_length();
+  for (std::size_t k = 0; k < N; ++k)
+    if ((length > 1 && plan.inner_stride(k) != 1) ||
+        (plan.sizes.size() == 2 && plan.row_stride(k) < length))
+      return false;
+  return true;
 }
 
 /// Visits `plan` two dims at a time: calls visit(offsets, rows) with each operand's element
