@@ -3,7 +3,9 @@
 
 Compiles each translation unit in tu/ with -c -o /dev/null at every -O level,
 N times, and reports per row the best compiler CPU time (user + sys), the
-ratio of that time to the Eigen row's at the same level and the peak RSS.
+ratios of that time to the two Eigen rows' at the same level (a MatrixXf copy,
+and the product of the compile-time targets) and the peak RSS. --gate turns
+limits on those ratios into a test (the ctest compile_time.gate).
 From the repository root:
 
     python3 benchmarks/compile_time/compile_time.py \
@@ -25,6 +27,8 @@ TU_DIR = os.path.join(HERE, "tu")
 INCLUDE_DIR = os.path.join(ROOT, "include")
 
 BASELINE = "eigen_dense"
+# The baseline of the compile-time targets (and of --gate): a file that multiplies two matrices.
+PRODUCT = "eigen_product"
 BEGIN_MARKER = "<!-- compile-time:begin -->"
 END_MARKER = "<!-- compile-time:end -->"
 
@@ -33,6 +37,8 @@ END_MARKER = "<!-- compile-time:end -->"
 # on the compiler's include path.
 ROWS = [
     ("eigen_dense", "`Eigen/Dense` + MatrixXf copy (baseline)", None),
+    ("eigen_product", "`Eigen/Dense` + MatrixXf product `m * m.transpose()`",
+     None),
     ("xtensor_ones", "`xtensor/xarray.hpp` + `xt::ones`",
      "xtensor/xarray.hpp"),
     ("tensor", "`tbatch/tensor/tensor.hpp` + `Tensor(shape, value)`", None),
@@ -89,6 +95,11 @@ def parse_args(argv):
                         f"and {END_MARKER} instead of printing it")
     p.add_argument("--json", metavar="FILE",
                    help="also write every run's raw numbers to FILE")
+    p.add_argument("--gate", metavar="ROW:WHAT:MAX[,...]",
+                   help="fail (exit 1) when a row costs more than MAX times "
+                        f"the {PRODUCT} row of the same run; WHAT is an -O "
+                        "level (best CPU time) or rss (peak RSS), e.g. "
+                        "tbatch:-O0:2.5,tbatch:rss:2")
     args = p.parse_args(fixed)
 
     if args.repeat < 1:
@@ -107,17 +118,56 @@ def parse_args(argv):
         p.error("--levels is empty")
     args.levels = levels
 
+    args.gates = []
+    for spec in (args.gate or "").split(","):
+        if not spec.strip():
+            continue
+        parts = spec.strip().split(":")
+        if len(parts) != 3 or parts[0] not in ROW_NAMES:
+            p.error(f"--gate: {spec!r} is not ROW:WHAT:MAX with ROW one of "
+                    + ", ".join(ROW_NAMES))
+        row, what, limit = parts
+        if what != "rss" and what not in levels:
+            p.error(f"--gate: {spec!r}: WHAT must be rss or one of the "
+                    f"measured levels ({', '.join(levels)})")
+        try:
+            limit = float(limit)
+        except ValueError:
+            p.error(f"--gate: {spec!r}: MAX must be a number")
+        args.gates.append((row, what, limit))
+
     if args.only:
         wanted = [n.strip() for n in args.only.split(",") if n.strip()]
         unknown = [n for n in wanted if n not in ROW_NAMES]
         if unknown:
             p.error("--only: unknown row(s) " + ", ".join(unknown) +
                     "; rows are " + ", ".join(ROW_NAMES))
-        wanted.append(BASELINE)
+        wanted += [BASELINE, PRODUCT] + [row for row, _, _ in args.gates]
         args.rows = [r for r in ROWS if r[0] in wanted]
     else:
         args.rows = list(ROWS)
     return args
+
+
+def gate_failures(result, gates):
+    """The --gate limits that `result` exceeds, one line each."""
+    product = result["rows"][PRODUCT]
+    failures = []
+    for row, what, limit in gates:
+        entry = result["rows"][row]
+        if what == "rss":
+            ratio = entry["max_rss_mb"] / product["max_rss_mb"]
+            measured = f"{entry['max_rss_mb']:.0f} MB"
+        else:
+            ratio = entry["levels"][what]["x_product"]
+            measured = f"{entry['levels'][what]['best_cpu_s']:.2f} s"
+        status = "ok" if ratio <= limit else "FAILS"
+        print(f"gate {row} {what}: {measured}, {ratio:.2f}x {PRODUCT} "
+              f"(limit {limit:.2f}x): {status}", file=sys.stderr)
+        if ratio > limit:
+            failures.append(f"{row} at {what} costs {ratio:.2f}x {PRODUCT}, "
+                            f"over the limit {limit:.2f}x")
+    return failures
 
 
 def eigen_include_dir():
@@ -244,7 +294,10 @@ def run(args):
     for name, entry in summary.items():
         for level, cell in entry["levels"].items():
             base = summary[BASELINE]["levels"][level]["best_cpu_s"]
+            product = summary[PRODUCT]["levels"][level]["best_cpu_s"]
             cell["x_eigen"] = cell["best_cpu_s"] / base if base > 0 else None
+            cell["x_product"] = (cell["best_cpu_s"] / product
+                                 if product > 0 else None)
 
     return {
         "compiler": args.compiler,
@@ -266,7 +319,7 @@ def table(result):
     levels = result["levels"]
     head = ["translation unit"]
     for level in levels:
-        head += [f"{level} CPU s", f"{level} x Eigen"]
+        head += [f"{level} CPU s", f"{level} x Eigen", f"{level} x product"]
     head.append("peak RSS MB")
     lines = ["| " + " | ".join(head) + " |",
              "|---" + "|--:" * (len(head) - 1) + "|"]
@@ -274,9 +327,9 @@ def table(result):
         cells = [f"`{name}`: {entry['label']}"]
         for level in levels:
             cell = entry["levels"][level]
-            ratio = cell["x_eigen"]
-            cells += [f"{cell['best_cpu_s']:.2f}",
-                      "—" if ratio is None else f"{ratio:.2f}x"]
+            cells.append(f"{cell['best_cpu_s']:.2f}")
+            for ratio in (cell["x_eigen"], cell["x_product"]):
+                cells.append("—" if ratio is None else f"{ratio:.2f}x")
         cells.append(f"{entry['max_rss_mb']:.0f}")
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
@@ -339,6 +392,9 @@ def main(argv):
                     f.write("\n")
             except OSError as e:
                 raise BenchError(f"cannot write {args.json}: {e}")
+        failures = gate_failures(result, args.gates)
+        if failures:
+            raise BenchError("compile-time gate: " + "; ".join(failures))
     except BenchError as e:
         print(f"compile_time.py: error: {e}", file=sys.stderr)
         return 1

@@ -27,10 +27,7 @@ class BlockCache {
   /// The process's cache. Never destroyed, so a storage freed at any point of static destruction
   /// (a tensor held by another static object, say) still finds it; the blocks it holds at exit
   /// go back to the system with the process.
-  static BlockCache& instance() {
-    static BlockCache* const cache = new BlockCache;
-    return *cache;
-  }
+  static TBATCH_INLINE BlockCache& instance();
 
   /// A buffer and its size in bytes.
   struct Block {
@@ -41,70 +38,19 @@ class BlockCache {
   /// A block of at least `bytes` (aligned as Eigen's allocator aligns). A cached block may be up
   /// to twice that: its owner hands the block's own size back to release(), so a block keeps its
   /// size however often it is reused for smaller requests.
-  Block allocate(std::size_t bytes) {
-    if (bytes >= min_block_bytes) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      // Best fit among blocks no more than twice the request, so a small request does not pin
-      // a huge block.
-      std::size_t best = blocks_.size();
-      for (std::size_t i = 0; i < blocks_.size(); ++i)
-        if (blocks_[i].bytes >= bytes && blocks_[i].bytes <= 2 * bytes &&
-            (best == blocks_.size() || blocks_[i].bytes < blocks_[best].bytes))
-          best = i;
-      if (best != blocks_.size()) {
-        Block block = blocks_[best];
-        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
-        cached_bytes_ -= block.bytes;
-        return block;
-      }
-    }
-    return {Eigen::internal::aligned_malloc(bytes > 0 ? bytes : 1), bytes};
-  }
-
+  TBATCH_INLINE Block allocate(std::size_t bytes);
   /// Returns a block from allocate(); large ones are kept while the cache has room.
-  void release(void* data, std::size_t bytes) {
-    if (bytes >= min_block_bytes) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (cached_bytes_ + bytes <= limit_bytes_) {
-        if (blocks_.size() == max_blocks) {  // the oldest block goes
-          cached_bytes_ -= blocks_.front().bytes;
-          Eigen::internal::aligned_free(blocks_.front().data);
-          blocks_.erase(blocks_.begin());
-        }
-        blocks_.push_back({data, bytes});
-        cached_bytes_ += bytes;
-        return;
-      }
-    }
-    Eigen::internal::aligned_free(data);
-  }
-
-  void set_limit(std::size_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    limit_bytes_ = bytes;
-    trim_locked();
-  }
-  std::size_t limit() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return limit_bytes_;
-  }
-  std::size_t cached() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return cached_bytes_;
-  }
+  TBATCH_INLINE void release(void* data, std::size_t bytes);
+  TBATCH_INLINE void set_limit(std::size_t bytes);
+  TBATCH_INLINE std::size_t limit() const;
+  TBATCH_INLINE std::size_t cached() const;
 
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
 
  private:
   BlockCache() = default;
-  void trim_locked() {
-    while (cached_bytes_ > limit_bytes_ && !blocks_.empty()) {
-      cached_bytes_ -= blocks_.front().bytes;
-      Eigen::internal::aligned_free(blocks_.front().data);
-      blocks_.erase(blocks_.begin());
-    }
-  }
+  TBATCH_INLINE void trim_locked();
 
   mutable std::mutex mutex_;
   std::vector<Block> blocks_;
@@ -116,12 +62,89 @@ class BlockCache {
 
 /// Caps the memory tbatch keeps from freed buffers of 64 KiB or more for reuse; 0 disables the
 /// cache and frees what it holds. The default is 512 MiB.
-inline void set_buffer_cache_limit(std::size_t bytes) {
+TBATCH_INLINE void set_buffer_cache_limit(std::size_t bytes);
+/// Bytes currently held by the buffer cache.
+TBATCH_INLINE std::size_t buffer_cache_bytes();
+
+#if TBATCH_DEFINITIONS
+
+// The process's cache. Never destroyed, so a storage freed at any point of static destruction
+// (a tensor held by another static object, say) still finds it; the blocks it holds at exit go
+// back to the system with the process.
+TBATCH_INLINE detail::BlockCache& detail::BlockCache::instance() {
+  static BlockCache* const cache = new BlockCache;
+  return *cache;
+}
+
+TBATCH_INLINE detail::BlockCache::Block detail::BlockCache::allocate(std::size_t bytes) {
+  if (bytes >= min_block_bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Best fit among blocks no more than twice the request, so a small request does not pin a
+    // huge block.
+    std::size_t best = blocks_.size();
+    for (std::size_t i = 0; i < blocks_.size(); ++i)
+      if (blocks_[i].bytes >= bytes && blocks_[i].bytes <= 2 * bytes &&
+          (best == blocks_.size() || blocks_[i].bytes < blocks_[best].bytes))
+        best = i;
+    if (best != blocks_.size()) {
+      Block block = blocks_[best];
+      blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
+      cached_bytes_ -= block.bytes;
+      return block;
+    }
+  }
+  return {Eigen::internal::aligned_malloc(bytes > 0 ? bytes : 1), bytes};
+}
+
+TBATCH_INLINE void detail::BlockCache::release(void* data, std::size_t bytes) {
+  if (bytes >= min_block_bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cached_bytes_ + bytes <= limit_bytes_) {
+      if (blocks_.size() == max_blocks) {  // the oldest block goes
+        cached_bytes_ -= blocks_.front().bytes;
+        Eigen::internal::aligned_free(blocks_.front().data);
+        blocks_.erase(blocks_.begin());
+      }
+      blocks_.push_back({data, bytes});
+      cached_bytes_ += bytes;
+      return;
+    }
+  }
+  Eigen::internal::aligned_free(data);
+}
+
+TBATCH_INLINE void detail::BlockCache::set_limit(std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  limit_bytes_ = bytes;
+  trim_locked();
+}
+
+TBATCH_INLINE std::size_t detail::BlockCache::limit() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return limit_bytes_;
+}
+
+TBATCH_INLINE std::size_t detail::BlockCache::cached() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cached_bytes_;
+}
+
+TBATCH_INLINE void detail::BlockCache::trim_locked() {
+  while (cached_bytes_ > limit_bytes_ && !blocks_.empty()) {
+    cached_bytes_ -= blocks_.front().bytes;
+    Eigen::internal::aligned_free(blocks_.front().data);
+    blocks_.erase(blocks_.begin());
+  }
+}
+
+TBATCH_INLINE void set_buffer_cache_limit(std::size_t bytes) {
   detail::BlockCache::instance().set_limit(bytes);
 }
-/// Bytes currently held by the buffer cache.
-inline std::size_t buffer_cache_bytes() {
+
+TBATCH_INLINE std::size_t buffer_cache_bytes() {
   return detail::BlockCache::instance().cached();
 }
+
+#endif  // TBATCH_DEFINITIONS
 
 }  // namespace tbatch

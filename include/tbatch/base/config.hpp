@@ -13,6 +13,21 @@
 #include <cassert>
 #include <cstdint>
 
+// Where the bodies of tbatch's non-template functions are compiled. Header-only mode (the
+// default): in every file, as inline functions. Compiled mode (TBATCH_COMPILED, which linking
+// tbatch::compiled defines): once, in the library, whose sources define TBATCH_BUILDING_LIBRARY;
+// a user's file sees their declarations only.
+#if !defined(TBATCH_COMPILED) || defined(TBATCH_BUILDING_LIBRARY)
+#define TBATCH_DEFINITIONS 1
+#else
+#define TBATCH_DEFINITIONS 0
+#endif
+#ifdef TBATCH_COMPILED
+#define TBATCH_INLINE
+#else
+#define TBATCH_INLINE inline
+#endif
+
 namespace tbatch {
 
 /// Signed index and size type used throughout tbatch (as torch's int64_t).

@@ -16,17 +16,29 @@
 namespace tbatch {
 namespace detail {
 
-inline std::atomic<int>& max_threads_setting() {
-  static std::atomic<int> threads{0};  // 0: OpenMP's own count
-  return threads;
-}
+TBATCH_INLINE std::atomic<int>& max_threads_setting();
 
 }  // namespace detail
 
 /// The number of threads a kernel whose work exceeds 1 MiB runs on: 1 unless tbatch is compiled
 /// with TBATCH_OPENMP and OpenMP; then the count set_max_threads gave, or by default OpenMP's
 /// omp_get_max_threads() (OMP_NUM_THREADS, else the number of cores).
-inline int max_threads() {
+TBATCH_INLINE int max_threads();
+
+/// Caps the threads tbatch's kernels use at `threads` (1: every call runs in the calling
+/// thread); 0 restores the default, OpenMP's own count. Process-wide and thread-safe; calls
+/// already running keep their count. Without OpenMP it is recorded but every call stays in the
+/// calling thread. ValueError for a negative `threads`.
+TBATCH_INLINE void set_max_threads(int threads);
+
+#if TBATCH_DEFINITIONS
+
+TBATCH_INLINE std::atomic<int>& detail::max_threads_setting() {
+  static std::atomic<int> threads{0};  // 0: OpenMP's own count
+  return threads;
+}
+
+TBATCH_INLINE int max_threads() {
 #if defined(TBATCH_OPENMP) && defined(_OPENMP)
   const int set = detail::max_threads_setting().load(std::memory_order_relaxed);
   return set > 0 ? set : omp_get_max_threads();
@@ -35,16 +47,14 @@ inline int max_threads() {
 #endif
 }
 
-/// Caps the threads tbatch's kernels use at `threads` (1: every call runs in the calling
-/// thread); 0 restores the default, OpenMP's own count. Process-wide and thread-safe; calls
-/// already running keep their count. Without OpenMP it is recorded but every call stays in the
-/// calling thread. ValueError for a negative `threads`.
-inline void set_max_threads(int threads) {
+TBATCH_INLINE void set_max_threads(int threads) {
   if (threads < 0)
     detail::fail<ValueError>("set_max_threads", "threads is ", threads,
                              ", expected >= 0 (0: OpenMP's default)");
   detail::max_threads_setting().store(threads, std::memory_order_relaxed);
 }
+
+#endif  // TBATCH_DEFINITIONS
 
 namespace detail {
 

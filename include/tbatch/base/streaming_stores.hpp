@@ -11,10 +11,7 @@
 namespace tbatch {
 namespace detail {
 
-inline std::atomic<index_t>& streaming_min_bytes_setting() {
-  static std::atomic<index_t> bytes{default_streaming_min_bytes};
-  return bytes;
-}
+TBATCH_INLINE std::atomic<index_t>& streaming_min_bytes_setting();
 
 }  // namespace detail
 
@@ -28,11 +25,22 @@ inline index_t streaming_stores_min_bytes() {
 /// std::numeric_limits<index_t>::max() none. Lower it when outputs are written once and read
 /// much later; raise it when the consumer reads each output right away. Throws ValueError for a
 /// negative `bytes`.
-inline void set_streaming_stores_min_bytes(index_t bytes) {
+TBATCH_INLINE void set_streaming_stores_min_bytes(index_t bytes);
+
+#if TBATCH_DEFINITIONS
+
+TBATCH_INLINE std::atomic<index_t>& detail::streaming_min_bytes_setting() {
+  static std::atomic<index_t> bytes{default_streaming_min_bytes};
+  return bytes;
+}
+
+TBATCH_INLINE void set_streaming_stores_min_bytes(index_t bytes) {
   if (bytes < 0)
     detail::fail<ValueError>("set_streaming_stores_min_bytes", "bytes is ", bytes,
                              ", expected >= 0");
   detail::streaming_min_bytes_setting().store(bytes, std::memory_order_relaxed);
 }
+
+#endif  // TBATCH_DEFINITIONS
 
 }  // namespace tbatch
