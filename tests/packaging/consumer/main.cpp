@@ -7,6 +7,11 @@
 
 #include <tbatch/tbatch.hpp>
 
+// Linking tbatch::compiled must select compiled mode, and only linking it.
+#if defined(TBATCH_CONSUMER_EXPECTS_COMPILED) != defined(TBATCH_COMPILED)
+#error "TBATCH_COMPILED is defined exactly when the consumer links tbatch::compiled"
+#endif
+
 int main() {
   int failures = 0;
   auto check = [&](bool ok, const char* what) {
@@ -32,6 +37,21 @@ int main() {
   check(tt.contiguous().to_vector() == std::vector<float>{0, 3, 1, 4, 2, 5}, "contiguous copy");
   t.at({0, 2}) = 7.0f;
   check(tt.at({2, 0}) == 7.0f, "a write shows through the view");
+
+  // A conversion and an error: in compiled mode both run the library's code.
+  const tbatch::PaddedBatch<float> padded = tbatch::list_to_padded(
+      std::vector<tbatch::Tensor<float>>{t, tbatch::Tensor<float>(tbatch::Shape{1, 3}, 1.f)}, 0.f);
+  check(padded.data().shape() == tbatch::Shape{2, 2, 3}, "list_to_padded pads to the longest");
+  check(padded.data().at({1, 1, 2}) == 0.f && padded.data().at({1, 0, 2}) == 1.f,
+        "list_to_padded values");
+  try {
+    tbatch::set_max_threads(-1);
+    check(false, "set_max_threads(-1) throws");
+  } catch (const tbatch::ValueError& e) {
+    check(std::string(e.what()) ==
+              "set_max_threads: threads is -1, expected >= 0 (0: OpenMP's default)",
+          "the error message");
+  }
 
   if (failures != 0) return 1;
   std::cout << "tbatch " << header_version << " consumer (" << TBATCH_CONSUMER_MODE << "): ok\n"
