@@ -179,8 +179,20 @@ class BatchGeometry {
 
 /// first_idx of a packed batch of elements of the given shape_per_tensor (B, rank - 1): 0, then
 /// the running sum of their row counts (overflow-checked, errors naming `function`).
-inline Tensor<index_t> packed_first_idx(const Tensor<index_t>& shape_per_tensor,
-                                        const char* function) {
+TBATCH_INLINE Tensor<index_t> packed_first_idx(const Tensor<index_t>& shape_per_tensor,
+                                               const char* function);
+
+}  // namespace detail
+
+}  // namespace tbatch
+
+#if TBATCH_DEFINITIONS
+
+namespace tbatch {
+namespace detail {
+
+TBATCH_INLINE Tensor<index_t> packed_first_idx(const Tensor<index_t>& shape_per_tensor,
+                                               const char* function) {
   const index_t batch = shape_per_tensor.size(0);
   Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch + 1});
   const index_t columns = shape_per_tensor.size(1);
@@ -193,5 +205,6 @@ inline Tensor<index_t> packed_first_idx(const Tensor<index_t>& shape_per_tensor,
 }
 
 }  // namespace detail
-
 }  // namespace tbatch
+
+#endif  // TBATCH_DEFINITIONS

@@ -11,19 +11,11 @@ namespace tbatch {
 namespace detail {
 
 /// Shape of an element of a list (or batch) without its last dim, as a vector.
-inline std::vector<index_t> leading_sizes(const Shape& shape) {
-  return std::vector<index_t>(shape.begin(), shape.end() - 1);
-}
+TBATCH_INLINE std::vector<index_t> leading_sizes(const Shape& shape);
 
 /// Row i of a (B, k) shape_per_tensor as a Shape, with the last dim appended.
-inline Shape element_shape(const Tensor<index_t>& shape_per_tensor, index_t i, index_t last_dim) {
-  Shape shape;
-  const index_t* row = shape_per_tensor.data() + i * shape_per_tensor.size(1);
-  for (index_t d = 0; d < shape_per_tensor.size(1); ++d)
-    shape.push_back(row[d]);
-  shape.push_back(last_dim);
-  return shape;
-}
+TBATCH_INLINE Shape element_shape(const Tensor<index_t>& shape_per_tensor, index_t i,
+                                  index_t last_dim);
 
 /// Number of rows (prod of the `columns` sizes at `sizes`), overflow-checked.
 inline index_t row_count(const index_t* sizes, index_t columns, const char* function) {
@@ -42,20 +34,9 @@ inline index_t rows_of(const Tensor<index_t>& shape_per_tensor, index_t i, const
 
 /// Validates a caller-given shape_per_tensor: rank 2, `batch` rows of `element_rank - 1`
 /// non-negative sizes. Returns it contiguous.
-inline Tensor<index_t> checked_shape_per_tensor(const Tensor<index_t>& shape_per_tensor,
-                                                index_t batch, index_t element_rank,
-                                                const char* function) {
-  const Shape expected{batch, element_rank - 1};
-  if (!(shape_per_tensor.shape() == expected))
-    fail<ShapeError>(function, "shape_per_tensor has shape ", shape_per_tensor.shape(),
-                     " but the data needs ", expected, " (batch size, element rank - 1)");
-  Tensor<index_t> dense = shape_per_tensor.contiguous();
-  for (index_t i = 0, n = dense.numel(); i < n; ++i)
-    if (dense.data()[i] < 0)
-      fail<ValueError>(function, "shape_per_tensor[", i / expected[1], "][", i % expected[1],
-                       "] = ", dense.data()[i], " is negative; sizes must be >= 0");
-  return dense;
-}
+TBATCH_INLINE Tensor<index_t> checked_shape_per_tensor(const Tensor<index_t>& shape_per_tensor,
+                                                       index_t batch, index_t element_rank,
+                                                       const char* function);
 
 /// get_shape_per_tensor for the public function `function`, whose name its errors carry. One
 /// pass over the list (a list of many small tensors is larger than the cache): it also checks
@@ -105,16 +86,7 @@ void check_first_idx(const char* function, const index_t* first, index_t batch, 
 
 /// Turns first[1..batch], a count per element, into first[0..batch] = 0 then their running sum
 /// in place, with get_first_idx's checks and errors.
-inline void running_sum_in_place(index_t* first, index_t batch) {
-  first[0] = 0;
-  for (index_t i = 0; i < batch; ++i) {
-    const index_t n = first[i + 1];
-    if (n < 0)
-      fail<ValueError>("get_first_idx", "numel_per_tensor[", i, "] = ", n,
-                       " is negative; expected >= 0");
-    first[i + 1] = checked_add(first[i], n, "get_first_idx");
-  }
-}
+TBATCH_INLINE void running_sum_in_place(index_t* first, index_t batch);
 
 }  // namespace detail
 
@@ -128,7 +100,69 @@ Tensor<index_t> get_shape_per_tensor(const std::vector<Tensor<T>>& list) {
 /// 0 followed by the running sum of `numel_per_tensor` (rows per element, shape (B)): shape
 /// (B + 1), kaolin's first_idx. ShapeError unless numel_per_tensor is 1-d; ValueError for a
 /// negative count; ShapeError when the sum overflows.
-inline Tensor<index_t> get_first_idx(const Tensor<index_t>& numel_per_tensor) {
+TBATCH_INLINE Tensor<index_t> get_first_idx(const Tensor<index_t>& numel_per_tensor);
+
+/// The max shape of a batch, shape (rank - 1): per dim, the given value or (for -1 or when not
+/// given) the largest size in `shape_per_tensor` (B, rank - 1). `partial_max_shape` is empty or
+/// has rank - 1 values (ShapeError otherwise). A given value below some element's size is a
+/// ValueError naming the dim and the element (no truncation); so are values below -1 and
+/// negative sizes. ShapeError unless shape_per_tensor is 2-d.
+TBATCH_INLINE Tensor<index_t> fill_max_shape(const Tensor<index_t>& shape_per_tensor,
+                                             std::vector<index_t> partial_max_shape = {});
+
+}  // namespace tbatch
+
+#if TBATCH_DEFINITIONS
+
+namespace tbatch {
+namespace detail {
+
+TBATCH_INLINE std::vector<index_t> leading_sizes(const Shape& shape) {
+  return std::vector<index_t>(shape.begin(), shape.end() - 1);
+}
+
+TBATCH_INLINE Shape element_shape(const Tensor<index_t>& shape_per_tensor, index_t i,
+                                  index_t last_dim) {
+  Shape shape;
+  const index_t* row = shape_per_tensor.data() + i * shape_per_tensor.size(1);
+  for (index_t d = 0; d < shape_per_tensor.size(1); ++d)
+    shape.push_back(row[d]);
+  shape.push_back(last_dim);
+  return shape;
+}
+
+TBATCH_INLINE Tensor<index_t> checked_shape_per_tensor(const Tensor<index_t>& shape_per_tensor,
+                                                       index_t batch, index_t element_rank,
+                                                       const char* function) {
+  const Shape expected{batch, element_rank - 1};
+  if (!(shape_per_tensor.shape() == expected))
+    fail<ShapeError>(function, "shape_per_tensor has shape ", shape_per_tensor.shape(),
+                     " but the data needs ", expected, " (batch size, element rank - 1)");
+  Tensor<index_t> dense = shape_per_tensor.contiguous();
+  for (index_t i = 0, n = dense.numel(); i < n; ++i)
+    if (dense.data()[i] < 0)
+      fail<ValueError>(function, "shape_per_tensor[", i / expected[1], "][", i % expected[1],
+                       "] = ", dense.data()[i], " is negative; sizes must be >= 0");
+  return dense;
+}
+
+TBATCH_INLINE void running_sum_in_place(index_t* first, index_t batch) {
+  first[0] = 0;
+  for (index_t i = 0; i < batch; ++i) {
+    const index_t n = first[i + 1];
+    if (n < 0)
+      fail<ValueError>("get_first_idx", "numel_per_tensor[", i, "] = ", n,
+                       " is negative; expected >= 0");
+    first[i + 1] = checked_add(first[i], n, "get_first_idx");
+  }
+}
+
+}  // namespace detail
+}  // namespace tbatch
+
+namespace tbatch {
+
+TBATCH_INLINE Tensor<index_t> get_first_idx(const Tensor<index_t>& numel_per_tensor) {
   if (numel_per_tensor.dim() != 1)
     detail::fail<ShapeError>("get_first_idx", "numel_per_tensor must be 1-d, got shape ",
                              numel_per_tensor.shape());
@@ -140,13 +174,8 @@ inline Tensor<index_t> get_first_idx(const Tensor<index_t>& numel_per_tensor) {
   return out;
 }
 
-/// The max shape of a batch, shape (rank - 1): per dim, the given value or (for -1 or when not
-/// given) the largest size in `shape_per_tensor` (B, rank - 1). `partial_max_shape` is empty or
-/// has rank - 1 values (ShapeError otherwise). A given value below some element's size is a
-/// ValueError naming the dim and the element (no truncation); so are values below -1 and
-/// negative sizes. ShapeError unless shape_per_tensor is 2-d.
-inline Tensor<index_t> fill_max_shape(const Tensor<index_t>& shape_per_tensor,
-                                      std::vector<index_t> partial_max_shape = {}) {
+TBATCH_INLINE Tensor<index_t> fill_max_shape(const Tensor<index_t>& shape_per_tensor,
+                                             std::vector<index_t> partial_max_shape) {
   if (shape_per_tensor.dim() != 2)
     detail::fail<ShapeError>("fill_max_shape", "shape_per_tensor must be 2-d (B, rank - 1), got ",
                              shape_per_tensor.shape());
@@ -184,3 +213,5 @@ inline Tensor<index_t> fill_max_shape(const Tensor<index_t>& shape_per_tensor,
 }
 
 }  // namespace tbatch
+
+#endif  // TBATCH_DEFINITIONS
