@@ -214,6 +214,14 @@ TEMPLATE_TEST_CASE("conversions of batches over strided data go through the view
   check_padded(list_to_padded(views, value_of<T>(4)).data(), list, value_of<T>(4));
   const PackedBatch<T> packed_views = list_to_packed(views);
   check_packed(packed_views.data(), packed_views.first_idx(), list);
+  // An exact batch stacked from strided results: each result is copied to its slot.
+  const ExactBatch<T> exact(random_tensor<T>(Shape{4, 3, 2}, rng));
+  const ExactBatch<T> flipped = map_elements(exact, [](const Tensor<T>& e) {
+    return e.permute({1, 0});
+  });
+  REQUIRE(flipped.data().shape() == Shape{4, 2, 3});
+  for (index_t i = 0; i < 4; ++i)
+    CHECK(flipped.element(i) == exact.element(i).permute({1, 0}));
 }
 
 TEST_CASE("map_elements applies a function per element in every layout", "[batch]") {

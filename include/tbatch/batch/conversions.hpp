@@ -146,15 +146,12 @@ Tensor<T> stack_equal(const std::vector<Tensor<T>>& list, const char* function) 
   Shape stacked{static_cast<index_t>(list.size())};
   for (index_t s : shape)
     stacked.push_back(s);
-  Tensor<T> out = Tensor<T>::empty(stacked);
-  const Stores stores = stores_for_output(out);
-  for (std::size_t i = 0; i < list.size(); ++i) {
+  for (std::size_t i = 0; i < list.size(); ++i)
     if (!(list[i].shape() == shape))
       fail<ShapeError>(function, "element ", i, " has shape ", list[i].shape(),
                        " but element 0 has ", shape, "; an exact batch needs equal shapes");
-    copy_views(StridedView<const T>(list[i].view()), out.select(0, static_cast<index_t>(i)).view(),
-               stores);
-  }
+  Tensor<T> out = Tensor<T>::empty(stacked);
+  write_elements(BatchGeometry::exact(out.layout()), out, ListSource<Tensor<T>>{list.data()});
   return out;
 }
 
