@@ -176,6 +176,54 @@ TEMPLATE_TEST_CASE("padded mask, exact batches and conversions between layouts",
                            "to_exact: element 1 has shape [1, 4, 2] but element 0 has [2, 3, 2]");
 }
 
+TEST_CASE("tile_to_packed places each value's rows by the packed geometry", "[batch]") {
+  // Strided values (a column of a (B, 2) tensor), strided counts and empty elements.
+  const Tensor<double> values =
+      Tensor<double>(Shape{4, 2}, {1, -1, 2, -2, 3, -3, 4, -4}).slice(1, 0, 1);
+  const Tensor<index_t> counts = longs({8}, {2, 9, 0, 9, 3, 9, 1, 9}).slice(0, 0, 8, 2);
+  CHECK(tile_to_packed(values, counts) == Tensor<double>({6, 1}, {1, 1, 3, 3, 3, 4}));
+  CHECK(tile_to_packed(Tensor<double>(Shape{0}), longs({0}, {})).shape() == Shape{0, 1});
+  // Long runs: whole blocks of elements between fences.
+  const Tensor<index_t> many = Tensor<index_t>::full(Shape{300}, 500);
+  const Tensor<float> tiled = tile_to_packed(Tensor<float>::arange(300), many);
+  REQUIRE(tiled.shape() == Shape{150000, 1});
+  for (index_t r = 0; r < 150000; r += 499)
+    REQUIRE(tiled(r, 0) == static_cast<float>(r / 500));
+}
+
+TEMPLATE_TEST_CASE("conversions of batches over strided data go through the views", "[batch]",
+                   float, std::int16_t, double) {
+  // Elements that are not one run on either side: rank-3 elements of a padded batch whose
+  // data is a transposed view, converted to packed and padded (larger) layouts and back.
+  using T = TestType;
+  std::mt19937 rng(23);
+  const std::vector<Tensor<T>> list = random_list<T>(rng, 7, 3, 3);
+  const PaddedBatch<T> dense = list_to_padded(list, value_of<T>(5), {6, 6});
+  const Tensor<T> storage = dense.data().permute({3, 2, 1, 0}).contiguous();
+  const PaddedBatch<T> strided(storage.permute({3, 2, 1, 0}), dense.shape_per_tensor());
+  REQUIRE(!strided.data().is_contiguous());
+  const PackedBatch<T> packed = to_packed(strided);
+  check_packed(packed.data(), packed.first_idx(), list);
+  const PaddedBatch<T> grown = to_padded(strided, value_of<T>(2), {7, 8});
+  check_padded(grown.data(), list, value_of<T>(2));
+  const PaddedBatch<T> from_packed = to_padded(packed, value_of<T>(3));
+  check_padded(from_packed.data(), list, value_of<T>(3));
+  std::vector<StridedView<const T>> views;
+  for (index_t i = 0; i < strided.batch_size(); ++i)
+    views.push_back(StridedView<const T>(strided.element(i).view()));
+  check_padded(list_to_padded(views, value_of<T>(4)).data(), list, value_of<T>(4));
+  const PackedBatch<T> packed_views = list_to_packed(views);
+  check_packed(packed_views.data(), packed_views.first_idx(), list);
+  // An exact batch stacked from strided results: each result is copied to its slot.
+  const ExactBatch<T> exact(random_tensor<T>(Shape{4, 3, 2}, rng));
+  const ExactBatch<T> flipped = map_elements(exact, [](const Tensor<T>& e) {
+    return e.permute({1, 0});
+  });
+  REQUIRE(flipped.data().shape() == Shape{4, 2, 3});
+  for (index_t i = 0; i < 4; ++i)
+    CHECK(flipped.element(i) == exact.element(i).permute({1, 0}));
+}
+
 TEST_CASE("map_elements applies a function per element in every layout", "[batch]") {
   const std::vector<Tensor<float>> list{iota<float>({2, 3}), iota<float>({4, 3})};
   auto doubled = [](const Tensor<float>& t) {

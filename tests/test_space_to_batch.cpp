@@ -435,6 +435,50 @@ TEST_CASE("space_to_batch_nd copies large boxes slab by slab", "[space_to_batch]
         reference_space_to_batch(z, {3}, {{2, 1}}, std::int16_t(7)));
 }
 
+TEST_CASE("space_to_batch_nd_into writes slab by slab into any strided output",
+          "[space_to_batch]") {
+  // Slabs of 2 * 2 * 4 * 512 elements, written into a transposed view: every slab is the same
+  // plan walked from its own first element, on both sides.
+  std::mt19937 rng(5);
+  const Tensor<float> x = random_tensor<float>(Shape{3, 6, 8, 512}, rng);
+  for (const Pairs& pads : {Pairs{{0, 0}, {0, 0}}, Pairs{{2, 0}, {1, 3}}}) {
+    const Shape shape = space_to_batch_nd_shape(x.shape(), {2, 2}, pads);
+    Tensor<float> storage(Shape{shape[3], shape[1], shape[2], shape[0]}, -3.0f);
+    Tensor<float> out = storage.permute({3, 1, 2, 0});
+    space_to_batch_nd_into(x.view(), {2, 2}, pads, out.view(), 4.0f);
+    CHECK(out == reference_space_to_batch(x, {2, 2}, pads, 4.0f));
+  }
+}
+
+TEMPLATE_TEST_CASE("batch_to_space_nd on a PaddedBatch with three spatial dims",
+                   "[space_to_batch][batch]", float, std::int64_t) {
+  // Each output element's extent is summed from the pieces offset along one dim only.
+  using T = TestType;
+  std::mt19937 rng(17);
+  const std::vector<Tensor<T>> list{random_tensor<T>(Shape{3, 5, 4, 2}, rng),
+                                    random_tensor<T>(Shape{4, 1, 2, 2}, rng),
+                                    random_tensor<T>(Shape{0, 6, 3, 2}, rng)};
+  const std::vector<index_t> block{2, 3, 2};
+  const PaddedBatch<T> padded = list_to_padded(list, value_of<T>(1), {4, 6, 4});
+  const PaddedBatch<T> blocked = space_to_batch_nd(padded, block, {{0, 0}, {0, 0}, {0, 0}});
+  REQUIRE(blocked.batch_size() == 3 * 12);
+  const PaddedBatch<T> back = batch_to_space_nd(blocked, block, {{0, 0}, {0, 0}, {0, 0}});
+  CHECK(back.shape_per_tensor() == padded.shape_per_tensor());
+  for (index_t i = 0; i < 3; ++i)
+    CHECK(back.element(i) == list[i]);
+  const PaddedBatch<T> cropped = batch_to_space_nd(blocked, block, {{1, 0}, {0, 2}, {2, 1}});
+  for (index_t i = 0; i < 3; ++i) {
+    INFO("element " << i);
+    const Tensor<T> expected =
+        list[i]
+            .slice(0, std::min<index_t>(1, list[i].size(0)), std::nullopt)
+            .slice(1, 0, std::min<index_t>(4, list[i].size(1)))
+            .slice(2, std::min<index_t>(2, list[i].size(2)), std::min<index_t>(3, list[i].size(2)));
+    CHECK(cropped.shape_of(i) == expected.shape());
+    CHECK(cropped.element(i) == expected);
+  }
+}
+
 TEST_CASE("space_to_batch_nd with no spatial dims copies, as TF's kernel does",
           "[space_to_batch]") {
   const Tensor<float> x = Tensor<float>::arange(6).reshape({2, 3});

@@ -47,18 +47,17 @@ void write_run(Stores stores, T* out, const T* in, index_t n, index_t padding = 
   if (padding > 0) fill_row_with(stores, out + n, padding, padding_value);
 }
 
-/// Calls body(i) for the `count` elements of a conversion writing `out`, in blocks of about
-/// 64 KiB of output (one task each with OpenMP above 1 MiB), and orders each block's streaming
-/// stores with one fence: a fence per element of a few rows costs more than its copy.
+/// Calls body(start, end) for the `count` elements of a conversion writing `out`, in blocks
+/// [start, end) of about 64 KiB of output (one task each with OpenMP above 1 MiB), and orders
+/// each block's streaming stores with one fence: a fence per element of a few rows costs more
+/// than its copy.
 template <class T, class Body>
-void for_each_element(index_t count, const Tensor<T>& out, Stores stores, Body&& body) {
+void for_each_element_block(index_t count, const Tensor<T>& out, Stores stores, Body&& body) {
   const index_t bytes = out.numel() * index_t(sizeof(T));
   const index_t per_element = count == 0 ? 1 : std::max<index_t>(1, bytes / count);
   const index_t block = std::clamp<index_t>((index_t(64) << 10) / per_element, 1, 256);
   parallel_for(0, count, block, bytes > parallel_min_bytes, [&](index_t start) {
-    const index_t end = std::min(start + block, count);
-    for (index_t i = start; i < end; ++i)
-      body(i);
+    body(start, std::min(start + block, count));
     if (stores == Stores::streaming) streaming_fence();
   });
 }
@@ -86,35 +85,44 @@ void write_elements(const BatchGeometry& to, Tensor<T>& out, const Source& from,
   const StridedView<T> all = out.view();
   const Stores stores = stores_for_output(out);
   T* const base = out.data();
-  for_each_element(to.batch_size(), out, stores, [&](index_t i) {
-    const ElementRun place = to.run(i);
-    const T* first = place.valid() ? from.first(i) : nullptr;
-    if (first != nullptr)
-      write_run(stores, base + place.start, first, place.count, place.tail, padding_value);
-    else
-      write_element_views(to, all, from, i, padding_value, stores);
+  for_each_element_block(to.batch_size(), out, stores, [&](index_t start, index_t end) {
+    // Local copies of the geometries: the copies below cannot write them, so they stay in
+    // registers instead of being reloaded after every element.
+    const BatchGeometry place_of = to;
+    const Source source = from;
+    const Stores block_stores = stores;
+    const T padding = padding_value;
+    for (index_t i = start; i < end; ++i) {
+      const ElementRun place = place_of.run(i);
+      const T* first = place.valid() ? source.first(i) : nullptr;
+      if (first != nullptr)
+        write_run(block_stores, base + place.start, first, place.count, place.tail, padding);
+      else
+        write_element_views(place_of, all, source, i, padding, block_stores);
+    }
   });
 }
 
 /// The elements of a list (Tensor<T> or StridedView<const T> items) as write_elements reads them.
 template <class Item>
 struct ListSource {
-  const std::vector<Item>& items;
+  const Item* items;
   auto first(index_t i) const {
-    const Item& item = items[static_cast<std::size_t>(i)];
+    const Item& item = items[i];
     return item.is_contiguous() ? item.data() : nullptr;
   }
-  auto view(index_t i) const { return element_view(items[static_cast<std::size_t>(i)]); }
+  auto view(index_t i) const { return element_view(items[i]); }
 };
 
 /// The elements of a batch's data (any layout, by its geometry) as write_elements reads them.
 template <class T>
 struct BatchSource {
-  const BatchGeometry& geometry;
+  BatchGeometry geometry;
+  const T* base;  // data.data()
   const Tensor<T>& data;
   const T* first(index_t i) const {
     const ElementRun run = geometry.run(i);
-    return run.valid() ? data.data() + run.start : nullptr;
+    return run.valid() ? base + run.start : nullptr;
   }
   StridedView<const T> view(index_t i) const {
     return StridedView<const T>(data.view()).with_layout(geometry.element(i));
@@ -127,7 +135,7 @@ template <class Item, class T>
 void write_padded(const std::vector<Item>& elements, const Tensor<index_t>& shape_per_tensor,
                   Tensor<T>& out, T padding_value) {
   write_elements(BatchGeometry::padded(out.layout(), shape_per_tensor), out,
-                 ListSource<Item>{elements}, padding_value);
+                 ListSource<Item>{elements.data()}, padding_value);
 }
 
 /// Stacks same-shaped tensors into (B, shape...); ShapeError naming the first that differs.
@@ -138,15 +146,12 @@ Tensor<T> stack_equal(const std::vector<Tensor<T>>& list, const char* function) 
   Shape stacked{static_cast<index_t>(list.size())};
   for (index_t s : shape)
     stacked.push_back(s);
-  Tensor<T> out = Tensor<T>::empty(stacked);
-  const Stores stores = stores_for_output(out);
-  for (std::size_t i = 0; i < list.size(); ++i) {
+  for (std::size_t i = 0; i < list.size(); ++i)
     if (!(list[i].shape() == shape))
       fail<ShapeError>(function, "element ", i, " has shape ", list[i].shape(),
                        " but element 0 has ", shape, "; an exact batch needs equal shapes");
-    copy_views(StridedView<const T>(list[i].view()), out.select(0, static_cast<index_t>(i)).view(),
-               stores);
-  }
+  Tensor<T> out = Tensor<T>::empty(stacked);
+  write_elements(BatchGeometry::exact(out.layout()), out, ListSource<Tensor<T>>{list.data()});
   return out;
 }
 
@@ -165,7 +170,7 @@ template <class B, class T>
 void write_from_batch(const B& batch, const BatchGeometry& to, Tensor<T>& out,
                       T padding_value = T()) {
   const BatchGeometry from = geometry_of(batch);
-  write_elements(to, out, BatchSource<T>{from, batch.data()}, padding_value);
+  write_elements(to, out, BatchSource<T>{from, batch.data().data(), batch.data()}, padding_value);
 }
 
 /// The element type of a list item: Tensor<T>, StridedView<T> or StridedView<const T> give T.
@@ -282,7 +287,7 @@ PackedBatch<T> packed_from_list(const std::vector<Item>& list) {
   const index_t last_dim = list.empty() ? 0 : list[0].size(-1);
   Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[list.size()], last_dim});
   write_elements(BatchGeometry::packed(out.layout(), shape_per_tensor, first_idx), out,
-                 ListSource<Item>{list});
+                 ListSource<Item>{list.data()});
   return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx, ValidMetadata{});
 }
 
@@ -299,7 +304,7 @@ PackedBatch<T> packed_into_from_list(const std::vector<Item>& list_in, Tensor<T>
     fail<ShapeError>("list_to_packed_into", "out has shape ", out.shape(), " but the list needs ",
                      needed);
   write_elements(BatchGeometry::packed(out.layout(), shape_per_tensor, first_idx), out,
-                 ListSource<Item>{list});
+                 ListSource<Item>{list.data()});
   return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx, ValidMetadata{});
 }
 
@@ -532,9 +537,21 @@ Tensor<T> tile_to_packed(const Tensor<T>& values, const Tensor<index_t>& numel_p
   const Tensor<index_t> first_idx = get_first_idx(numel_per_tensor);
   const index_t batch = values.size(0);
   Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[batch], 1});
+  // The output is a packed batch of (count, 1) elements: its geometry places each run.
+  const Tensor<index_t> shape_per_tensor = numel_per_tensor.reshape({batch, 1});
+  const detail::BatchGeometry rows =
+      detail::BatchGeometry::packed(out.layout(), shape_per_tensor, first_idx);
   const Tensor<T> flat_values = values.reshape({-1});
-  for (index_t i = 0; i < batch; ++i)
-    fill(out.narrow(0, first_idx.data()[i], numel_per_tensor(i)).view(), flat_values(i));
+  const T* value = flat_values.data();
+  const index_t value_stride = flat_values.stride(0);
+  const detail::Stores stores = detail::stores_for_output(out);
+  T* const base = out.data();
+  detail::for_each_element_block(batch, out, stores, [&](index_t start, index_t end) {
+    for (index_t i = start; i < end; ++i) {
+      const detail::ElementRun run = rows.run(i);
+      detail::write_run(stores, base + run.start, value, 0, run.count, value[i * value_stride]);
+    }
+  });
   return out;
 }
 

@@ -247,9 +247,10 @@ void fill_block_padding(const std::vector<BlockDim>& dims, std::size_t d, Stride
 /// outermost, so each source cache line, which the block offsets of its cell share, would be
 /// fetched from memory once per offset. Copying one (batch, o_1) slab at a time lets every
 /// block offset read those lines while they are still in cache; boxes with slabs under
-/// min_slab_elements go in one copy. Each slab is walked in the source's order: the source
-/// streams, the prod(block) destination streams take a run each in turn (the destination order
-/// would read each source row in block_shape[-1] strided passes).
+/// min_slab_elements go in one copy. Every slab has the same plan, made once, in the source's
+/// order: the source streams, the prod(block) destination streams take a run each in turn (the
+/// destination order would read each source row in block_shape[-1] strided passes). Each slab
+/// is the engine's copy of that plan from the slab's first element.
 template <class T>
 void copy_space_to_batch_box(StridedView<const T> from, StridedView<T> to, index_t m,
                              Stores stores) {
@@ -258,12 +259,16 @@ void copy_space_to_batch_box(StridedView<const T> from, StridedView<T> to, index
     copy_views(from, to, stores);
     return;
   }
-  parallel_for(0, batch * rows, 1, to.numel() * index_t(sizeof(T)) > parallel_min_bytes,
-               [&](index_t s) {
-                 const index_t b = s / rows, o = s % rows;
-                 copy_planned_source_order(from.select(m, b).select(m, o),
-                                           to.select(m, b).select(m, o), stores);
-               });
+  const StridedView<const T> from_slab = from.select(m, 0).select(m, 0);
+  const StridedView<T> to_slab = to.select(m, 0).select(m, 0);
+  const RunPlan<2> slab = plan_source_order(from_slab, to_slab);
+  parallel_for(
+      0, batch * rows, 1, to.numel() * index_t(sizeof(T)) > parallel_min_bytes, [&](index_t s) {
+        const index_t b = s / rows, o = s % rows;
+        copy_runs(
+            slab, from_slab, to_slab, stores,
+            {b * to.stride(m) + o * to.stride(m + 1), b * from.stride(m) + o * from.stride(m + 1)});
+      });
 }
 
 template <class T>
@@ -511,24 +516,19 @@ PaddedBatch<T> batch_to_space_nd(const PaddedBatch<T>& batch,
   const index_t columns = batch.element_rank() - 1;
   const index_t outputs = plan.spatial_shape[0], inputs = batch.batch_size();
   const detail::BatchGeometry geometry = detail::geometry_of(batch);
-  // stride[i]: the linear block offset of offset 1 along block dim i alone.
-  std::vector<index_t> stride(block_shape.size(), 1);
-  for (std::size_t i = stride.size(); i-- > 1;)
-    stride[i - 1] = stride[i] * block_shape[i];
-  // Extent s[b][i] of the element each output element b was split from.
-  Tensor<index_t> whole = Tensor<index_t>::empty(Shape{outputs, columns});
-  for (index_t b = 0; b < outputs; ++b)
+  // Extent s[b][i] of the element each output element b was split from: along a spatial dim
+  // i, the sum of the extents of b's pieces whose block offsets are 0 but along i; along a
+  // later dim, the extent of the piece at offset 0.
+  Tensor<index_t> whole = Tensor<index_t>::zeros(Shape{outputs, columns});
+  for (index_t n = 0; n < inputs; ++n) {
+    const std::vector<index_t> k = detail::block_offsets(n / outputs, block_shape);
     for (index_t d = 0; d < columns; ++d) {
-      if (d >= m) {
-        whole(b, d) = geometry.size(b, d);
-        continue;
-      }
-      const auto at = static_cast<std::size_t>(d);
-      index_t s = 0;
-      for (index_t k = 0; k < block_shape[at]; ++k)
-        s += geometry.size(k * stride[at] * outputs + b, d);
-      whole(b, d) = s;
+      bool piece = true;
+      for (index_t c = 0; c < m && piece; ++c)
+        piece = c == d || k[static_cast<std::size_t>(c)] == 0;
+      if (piece) whole(n % outputs, d) += geometry.size(n, d);
     }
+  }
   for (index_t n = 0; n < inputs; ++n) {
     const index_t b = n % outputs;
     const std::vector<index_t> k = detail::block_offsets(n / outputs, block_shape);

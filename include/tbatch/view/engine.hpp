@@ -154,11 +154,11 @@ index_t transposed_dim(const RunPlan<N>& plan) {
 }
 
 /// Copies the runs of `plan` (operand 0 the destination, operand 1 the source), a row of runs
-/// at a time. Dense runs of one type are copied and broadcast runs filled with `stores`; the
-/// others are element loops.
+/// at a time, from `origin` (each operand's element offset from its view's data). Dense runs of
+/// one type are copied and broadcast runs filled with `stores`; the others are element loops.
 template <class S, class D>
 void copy_runs(RunPlan<2> plan, const StridedView<const S>& src, const StridedView<D>& dst,
-               Stores stores) {
+               Stores stores, std::array<index_t, 2> origin = {0, 0}) {
   // Through the cache, the dim next to the run may trade places with a longer dim just outside
   // it whose span of the destination fits in L1: the same lines are written, and the 2-D loop
   // gets the longer rows.
@@ -173,7 +173,7 @@ void copy_runs(RunPlan<2> plan, const StridedView<const S>& src, const StridedVi
   const index_t length = plan.run_length();
   const index_t dst_inner = plan.inner_stride(0), src_inner = plan.inner_stride(1);
   const index_t dst_row = plan.row_stride(0), src_row = plan.row_stride(1);
-  walk_rows(plan, {0, 0}, [&](const std::array<index_t, 2>& at, index_t rows) {
+  walk_rows(plan, origin, [&](const std::array<index_t, 2>& at, index_t rows) {
     D* out = dst.data() + at[0];
     const S* in = src.data() + at[1];
     if constexpr (std::is_same_v<S, D>) {
@@ -236,17 +236,16 @@ void copy_planned(const StridedView<const S>& src, const StridedView<D>& dst,
   copy_runs(plan, src, dst, stores);
 }
 
-/// Copies in the source's visiting order: dims ordered by the source's strides, so reads
-/// stream through the source and writes go to the few streams the destination interleaves.
-/// For gathers whose runs are whole cache lines on both sides but whose destination order
-/// reads the source in several strided passes (space_to_batch_nd: one pass per block offset).
+/// The plan of a copy (operand 0 the destination, as copy_runs takes it) in the source's
+/// visiting order: dims ordered by the source's strides, so reads stream through the source and
+/// writes go to the few streams the destination interleaves. For gathers whose runs are whole
+/// cache lines on both sides but whose destination order reads the source in several strided
+/// passes (space_to_batch_nd: one pass per block offset).
 template <class S, class D>
-void copy_planned_source_order(const StridedView<const S>& src, const StridedView<D>& dst,
-                               Stores stores) {
+RunPlan<2> plan_source_order(const StridedView<const S>& src, const StridedView<D>& dst) {
   RunPlan<2> plan = plan_runs<2>(dst.shape(), {&src.strides(), &dst.strides()});
-  if (plan.numel == 0) return;
   std::swap(plan.strides[0], plan.strides[1]);
-  copy_runs(plan, src, dst, stores);
+  return plan;
 }
 
 /// True when a plan of dense rows (is_dense_rows) over `bytes` in all is copied or filled row by
