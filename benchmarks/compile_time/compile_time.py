@@ -54,7 +54,15 @@ ROWS = [
     ("tbatch", "`tbatch/tbatch.hpp` + `list_to_padded`", None),
     ("tbatch_compiled",
      "the same, linking `tbatch::compiled` (`TBATCH_COMPILED`)", None),
+    ("safetensors", "`tbatch/io/safetensors.hpp` + `io::save` and `io::load`",
+     "nlohmann/json.hpp"),
+    ("safetensors_compiled",
+     "the same, linking `tbatch::io_compiled` (`TBATCH_COMPILED`)",
+     "nlohmann/json.hpp"),
 ]
+# The Debian package of each optional header a row needs.
+PACKAGES = {"xtensor/xarray.hpp": "libxtensor-dev",
+            "nlohmann/json.hpp": "nlohmann-json3-dev"}
 ROW_NAMES = [name for name, _, _ in ROWS]
 
 
@@ -258,7 +266,7 @@ def run(args):
             raise BenchError(f"missing translation unit {path}")
         if header and not has_header(args.compiler, include_flags, header):
             notes.append(f"{name} skipped: <{header}> not found "
-                         f"(Debian: apt-get install libxtensor-dev)")
+                         f"(Debian: apt-get install {PACKAGES[header]})")
             continue
         rows.append((name, label, path))
 

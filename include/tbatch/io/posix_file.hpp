@@ -3,6 +3,16 @@
 // exit, whole reads and writes, regular files opened without blocking, and the temporary file a
 // save writes before renaming it over its target.
 
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+
+#include "tbatch/base/errors.hpp"
+#include "tbatch/io/config.hpp"
+
+#if TBATCH_IO_DEFINITIONS
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -11,23 +21,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <random>
-#include <string>
-#include <utility>
-
-#include "tbatch/base/errors.hpp"
+#endif
 
 namespace tbatch::io::detail {
 
 using tbatch::detail::fail;
 
 /// The cause of the last failed system call, for messages.
-inline std::string system_cause() {
-  return std::strerror(errno);
-}
+TBATCH_INLINE std::string system_cause();
 
 /// A file descriptor closed on scope exit.
 class File {
@@ -40,16 +43,10 @@ class File {
     std::swap(fd_, other.fd_);
     return *this;
   }
-  ~File() {
-    if (fd_ >= 0) ::close(fd_);
-  }
+  ~File();
   int get() const { return fd_; }
   /// Closes now, reporting failure (a deferred write error shows here).
-  bool close() {
-    const int fd = fd_;
-    fd_ = -1;
-    return ::close(fd) == 0;
-  }
+  bool close();
 
  private:
   int fd_;
@@ -61,9 +58,7 @@ class Mapping {
   Mapping(void* data, std::size_t bytes) : data_(data), bytes_(bytes) {}
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() {
-    if (bytes_ > 0) ::munmap(data_, bytes_);
-  }
+  ~Mapping();
   const unsigned char* bytes() const { return static_cast<const unsigned char*>(data_); }
   unsigned char* writable_bytes() { return static_cast<unsigned char*>(data_); }
   std::size_t size() const { return bytes_; }
@@ -75,8 +70,51 @@ class Mapping {
 
 /// The regular file at `path` opened for reading, and its size. FileError for anything else:
 /// the open does not block, so a FIFO or a device is refused at once instead of waiting.
-inline std::pair<File, std::uint64_t> open_regular_file(const std::filesystem::path& path,
-                                                        const char* fn) {
+TBATCH_INLINE std::pair<File, std::uint64_t> open_regular_file(const std::filesystem::path& path,
+                                                               const char* fn);
+
+/// Reads exactly `n` bytes at `offset` of `file` into `out`; FileError naming `path` otherwise.
+TBATCH_INLINE void read_at(const File& file, void* out, std::uint64_t n, std::uint64_t offset,
+                           const std::filesystem::path& path, const char* fn);
+
+/// Writes all `n` bytes of `data` to `file`; false (errno set) on failure.
+TBATCH_INLINE bool write_all(const File& file, const void* data, std::uint64_t n);
+
+/// A new file beside the target, created with the permissions a new file gets (0666 less the
+/// umask), removed on scope exit unless `committed` (renamed over the target).
+struct Temporary {
+  std::string path;
+  File file{-1};
+  bool committed = false;
+
+  Temporary(const std::filesystem::path& folder, const std::string& name, const char* fn);
+  Temporary(const Temporary&) = delete;
+  Temporary& operator=(const Temporary&) = delete;
+  ~Temporary();
+};
+
+#if TBATCH_IO_DEFINITIONS
+
+TBATCH_INLINE std::string system_cause() {
+  return std::strerror(errno);
+}
+
+TBATCH_INLINE File::~File() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+TBATCH_INLINE bool File::close() {
+  const int fd = fd_;
+  fd_ = -1;
+  return ::close(fd) == 0;
+}
+
+TBATCH_INLINE Mapping::~Mapping() {
+  if (bytes_ > 0) ::munmap(data_, bytes_);
+}
+
+TBATCH_INLINE std::pair<File, std::uint64_t> open_regular_file(const std::filesystem::path& path,
+                                                               const char* fn) {
   File file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (file.get() < 0) fail<FileError>(fn, "cannot open ", path, ": ", system_cause());
   struct stat info {};
@@ -86,9 +124,8 @@ inline std::pair<File, std::uint64_t> open_regular_file(const std::filesystem::p
   return {std::move(file), std::uint64_t(info.st_size)};
 }
 
-/// Reads exactly `n` bytes at `offset` of `file` into `out`; FileError naming `path` otherwise.
-inline void read_at(const File& file, void* out, std::uint64_t n, std::uint64_t offset,
-                    const std::filesystem::path& path, const char* fn) {
+TBATCH_INLINE void read_at(const File& file, void* out, std::uint64_t n, std::uint64_t offset,
+                           const std::filesystem::path& path, const char* fn) {
   auto* at = static_cast<unsigned char*>(out);
   for (std::uint64_t done = 0; done < n;) {
     const ssize_t got = ::pread(file.get(), at + done, std::size_t(n - done), off_t(offset + done));
@@ -100,8 +137,7 @@ inline void read_at(const File& file, void* out, std::uint64_t n, std::uint64_t 
   }
 }
 
-/// Writes all `n` bytes of `data` to `file`; false (errno set) on failure.
-inline bool write_all(const File& file, const void* data, std::uint64_t n) {
+TBATCH_INLINE bool write_all(const File& file, const void* data, std::uint64_t n) {
   const auto* at = static_cast<const unsigned char*>(data);
   for (std::uint64_t done = 0; done < n;) {
     const ssize_t put =
@@ -113,35 +149,29 @@ inline bool write_all(const File& file, const void* data, std::uint64_t n) {
   return true;
 }
 
-/// A new file beside the target, created with the permissions a new file gets (0666 less the
-/// umask), removed on scope exit unless `committed` (renamed over the target).
-struct Temporary {
-  std::string path;
-  File file{-1};
-  bool committed = false;
-
-  Temporary(const std::filesystem::path& folder, const std::string& name, const char* fn) {
-    // "." + the target's name (shortened so the whole fits in NAME_MAX) + ".tmp-" + a number.
-    constexpr std::size_t suffix = 1 + 5 + 20;
-    const std::string stem = name.substr(0, NAME_MAX - suffix);
-    std::random_device seed;
-    for (int attempt = 0; attempt < 64; ++attempt) {
-      const std::uint64_t number = (std::uint64_t(seed()) << 32) | seed();
-      path = (folder / ("." + stem + ".tmp-" + std::to_string(number))).string();
-      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd >= 0) {
-        file = File(fd);
-        return;
-      }
-      if (errno != EEXIST) break;
+TBATCH_INLINE Temporary::Temporary(const std::filesystem::path& folder, const std::string& name,
+                                   const char* fn) {
+  // "." + the target's name (shortened so the whole fits in NAME_MAX) + ".tmp-" + a number.
+  constexpr std::size_t suffix = 1 + 5 + 20;
+  const std::string stem = name.substr(0, NAME_MAX - suffix);
+  std::random_device seed;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const std::uint64_t number = (std::uint64_t(seed()) << 32) | seed();
+    path = (folder / ("." + stem + ".tmp-" + std::to_string(number))).string();
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      file = File(fd);
+      return;
     }
-    fail<FileError>(fn, "cannot create a file beside ", folder / name, ": ", system_cause());
+    if (errno != EEXIST) break;
   }
-  Temporary(const Temporary&) = delete;
-  Temporary& operator=(const Temporary&) = delete;
-  ~Temporary() {
-    if (!committed) ::unlink(path.c_str());
-  }
-};
+  fail<FileError>(fn, "cannot create a file beside ", folder / name, ": ", system_cause());
+}
+
+TBATCH_INLINE Temporary::~Temporary() {
+  if (!committed) ::unlink(path.c_str());
+}
+
+#endif  // TBATCH_IO_DEFINITIONS
 
 }  // namespace tbatch::io::detail

@@ -4,19 +4,26 @@
 // then the tensors' bytes. parse, load (copied or memory-mapped), load_tensor and the atomic
 // save; batches and TensorDicts are stored on top of these in io/safetensors_structures.hpp.
 
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "tbatch/io/config.hpp"
+#include "tbatch/tensor/any_tensor.hpp"
+
+#if TBATCH_IO_DEFINITIONS
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <limits>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -25,13 +32,9 @@
 #include "tbatch/base/storage.hpp"
 #include "tbatch/io/posix_file.hpp"
 #include "tbatch/io/safetensors_header.hpp"
-#include "tbatch/tensor/any_tensor.hpp"
+#endif
 
 namespace tbatch::io {
-
-static_assert(std::endian::native == std::endian::little,
-              "safetensors files hold little-endian bytes, which tbatch reads and writes as they "
-              "are: a little-endian host is required");
 
 /// How load reads the tensors' bytes: copied into tbatch buffers, or viewed in a private mapping
 /// of the file (nothing is read until it is used; writes change this process's pages only,
@@ -43,6 +46,39 @@ struct TensorFile {
   std::map<std::string, AnyTensor> tensors;
   std::map<std::string, std::string> metadata;
 };
+
+/// The tensors and metadata of a safetensors file held in memory (`size` bytes at `data`),
+/// copied out of it. FormatError for anything the format does not allow (see docs/io.md: bad
+/// files); `what` names the source in messages. BOOL bytes other than 0 are read as true.
+TBATCH_INLINE TensorFile parse(const void* data, std::size_t size,
+                               const std::string& what = "buffer");
+
+/// Writes `contents` to `path` as a safetensors file (keys sorted, tensors aligned to their
+/// element size, any layout; non-contiguous tensors are written in row-major order). Nothing is
+/// lost on a crash: the bytes go to a temporary file in the same folder, which is flushed to
+/// disk and renamed over `path`, so a reader sees the old file or the new one, never half of
+/// one. FileError naming the path and the cause when that fails (the old file is then intact);
+/// ValueError for a name that is empty or "__metadata__".
+TBATCH_INLINE void save(const std::filesystem::path& path, const TensorFile& contents);
+
+/// The tensors and metadata of the safetensors file at `path`. Mmap::yes views a private
+/// mapping of the file instead of reading it: opening costs nothing until the tensors are read,
+/// the tensors keep the mapping alive, and writes through them change this process's pages,
+/// never the file. FileError when the file cannot be read or is not a regular file (a FIFO is
+/// refused without waiting), FormatError when it is not a valid safetensors file (see parse).
+/// BOOL bytes other than 0 are read as true (a mapping gets them rewritten in its own pages).
+TBATCH_INLINE TensorFile load(const std::filesystem::path& path, Mmap mmap = Mmap::no);
+
+/// One tensor of the file at `path` (the header is read and checked whole; only this tensor's
+/// bytes are read). KeyError when the file has no tensor `name`.
+TBATCH_INLINE AnyTensor load_tensor(const std::filesystem::path& path, const std::string& name,
+                                    Mmap mmap = Mmap::no);
+
+#if TBATCH_IO_DEFINITIONS
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors files hold little-endian bytes, which tbatch reads and writes as they "
+              "are: a little-endian host is required");
 
 namespace detail {
 
@@ -62,26 +98,6 @@ inline AnyTensor copied_tensor(const Entry& e, const unsigned char* bytes) {
   if (e.dtype == DType::boolean) normalise_bools(static_cast<unsigned char*>(t.data_ptr()), n);
   return t;
 }
-
-}  // namespace detail
-
-/// The tensors and metadata of a safetensors file held in memory (`size` bytes at `data`),
-/// copied out of it. FormatError for anything the format does not allow (see docs/io.md: bad
-/// files); `what` names the source in messages. BOOL bytes other than 0 are read as true.
-inline TensorFile parse(const void* data, std::size_t size, const std::string& what = "buffer") {
-  const char* fn = "io::parse";
-  const auto* bytes = static_cast<const unsigned char*>(data);
-  const std::uint64_t length = detail::header_length(bytes, size, what, fn);
-  const detail::Header header =
-      detail::parse_header(reinterpret_cast<const char*>(bytes + 8), length, size, what, fn);
-  TensorFile out;
-  out.metadata = header.metadata;
-  for (const detail::Entry& e : header.entries)
-    out.tensors.emplace(e.name, detail::copied_tensor(e, bytes + header.data_start + e.begin));
-  return out;
-}
-
-namespace detail {
 
 /// The tensors (all, or only `only`) of the file at `path`.
 inline TensorFile load_file(const std::filesystem::path& path, Mmap mmap, const std::string* only,
@@ -187,13 +203,20 @@ inline std::pair<std::string, std::vector<std::pair<std::string, AnyTensor>>> he
 
 }  // namespace detail
 
-/// Writes `contents` to `path` as a safetensors file (keys sorted, tensors aligned to their
-/// element size, any layout; non-contiguous tensors are written in row-major order). Nothing is
-/// lost on a crash: the bytes go to a temporary file in the same folder, which is flushed to
-/// disk and renamed over `path`, so a reader sees the old file or the new one, never half of
-/// one. FileError naming the path and the cause when that fails (the old file is then intact);
-/// ValueError for a name that is empty or "__metadata__".
-inline void save(const std::filesystem::path& path, const TensorFile& contents) {
+TBATCH_INLINE TensorFile parse(const void* data, std::size_t size, const std::string& what) {
+  const char* fn = "io::parse";
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  const std::uint64_t length = detail::header_length(bytes, size, what, fn);
+  const detail::Header header =
+      detail::parse_header(reinterpret_cast<const char*>(bytes + 8), length, size, what, fn);
+  TensorFile out;
+  out.metadata = header.metadata;
+  for (const detail::Entry& e : header.entries)
+    out.tensors.emplace(e.name, detail::copied_tensor(e, bytes + header.data_start + e.begin));
+  return out;
+}
+
+TBATCH_INLINE void save(const std::filesystem::path& path, const TensorFile& contents) {
   const char* fn = "io::save";
   auto [header, order] = detail::header_for(contents, fn);
   const std::filesystem::path folder =
@@ -223,22 +246,16 @@ inline void save(const std::filesystem::path& path, const TensorFile& contents) 
   if (dir.get() >= 0) ::fsync(dir.get());
 }
 
-/// The tensors and metadata of the safetensors file at `path`. Mmap::yes views a private
-/// mapping of the file instead of reading it: opening costs nothing until the tensors are read,
-/// the tensors keep the mapping alive, and writes through them change this process's pages,
-/// never the file. FileError when the file cannot be read or is not a regular file (a FIFO is
-/// refused without waiting), FormatError when it is not a valid safetensors file (see parse).
-/// BOOL bytes other than 0 are read as true (a mapping gets them rewritten in its own pages).
-inline TensorFile load(const std::filesystem::path& path, Mmap mmap = Mmap::no) {
+TBATCH_INLINE TensorFile load(const std::filesystem::path& path, Mmap mmap) {
   return detail::load_file(path, mmap, nullptr, "io::load");
 }
 
-/// One tensor of the file at `path` (the header is read and checked whole; only this tensor's
-/// bytes are read). KeyError when the file has no tensor `name`.
-inline AnyTensor load_tensor(const std::filesystem::path& path, const std::string& name,
-                             Mmap mmap = Mmap::no) {
+TBATCH_INLINE AnyTensor load_tensor(const std::filesystem::path& path, const std::string& name,
+                                    Mmap mmap) {
   TensorFile file = detail::load_file(path, mmap, &name, "io::load_tensor");
   return std::move(file.tensors.begin()->second);
 }
+
+#endif  // TBATCH_IO_DEFINITIONS
 
 }  // namespace tbatch::io

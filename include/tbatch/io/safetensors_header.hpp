@@ -3,53 +3,40 @@
 // stream of events, never as a JSON tree, so a hostile header can neither nest its way into a
 // stack overflow nor make the reader allocate much more than the header's own size.
 
-#include <algorithm>
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <limits>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/dtype.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/shape.hpp"
+#include "tbatch/io/config.hpp"
+
+#if TBATCH_IO_DEFINITIONS
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "tbatch/base/checked_math.hpp"
+#endif
 
 namespace tbatch::io::detail {
 
 using tbatch::detail::fail;
 
 /// The safetensors name of a dtype (F32, BF16, I64, BOOL, ...).
-inline const char* safetensors_dtype(DType dtype) {
-  switch (dtype) {
-#define TBATCH_SAFETENSORS_NAME(type, tag, name, code, bits, safetensors, ...) \
-  case DType::tag:                                                             \
-    return safetensors;
-    TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_SAFETENSORS_NAME)
-#undef TBATCH_SAFETENSORS_NAME
-  }
-  fail<ValueError>("io::save", "dtype ", static_cast<int>(dtype), " is not a DType");
-}
+TBATCH_INLINE const char* safetensors_dtype(DType dtype);
 
-inline std::optional<DType> dtype_of_safetensors(const std::string& name) {
-#define TBATCH_SAFETENSORS_MATCH(type, tag, text, code, bits, safetensors, ...) \
-  if (name == safetensors) return DType::tag;
-  TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_SAFETENSORS_MATCH)
-#undef TBATCH_SAFETENSORS_MATCH
-  return std::nullopt;
-}
+/// The dtype of a safetensors name, or nothing for a name tbatch does not hold.
+TBATCH_INLINE std::optional<DType> dtype_of_safetensors(const std::string& name);
 
 /// Little-endian u64 at `p`.
-inline std::uint64_t read_u64(const unsigned char* p) {
-  std::uint64_t v = 0;
-  for (int i = 7; i >= 0; --i)
-    v = (v << 8) | p[i];
-  return v;
-}
+TBATCH_INLINE std::uint64_t read_u64(const unsigned char* p);
 
 /// One tensor's entry in a parsed header.
 struct Entry {
@@ -76,8 +63,49 @@ inline constexpr std::size_t max_file_rank = 64;
 inline constexpr int max_json_depth = 256;
 
 /// The header length stored in the first 8 bytes of a file of `size` bytes, checked against it.
-inline std::uint64_t header_length(const unsigned char* first8, std::uint64_t size,
-                                   const std::string& what, const char* fn) {
+TBATCH_INLINE std::uint64_t header_length(const unsigned char* first8, std::uint64_t size,
+                                          const std::string& what, const char* fn);
+
+/// True when the JSON `text` nests arrays and objects deeper than `limit` (strings skipped):
+/// checked before a JSON tree is built, since copying or printing one recurses per level.
+TBATCH_INLINE bool nests_deeper(const char* text, std::size_t length, int limit);
+
+/// Parses and checks the JSON header `text` (`length` bytes) of a file of `size` bytes; `what`
+/// names the file in messages. The header is one JSON object with only JSON whitespace around
+/// it, as the reference reader accepts (no byte-order mark, no NUL padding).
+TBATCH_INLINE Header parse_header(const char* text, std::uint64_t length, std::uint64_t size,
+                                  const std::string& what, const char* fn);
+
+#if TBATCH_IO_DEFINITIONS
+
+TBATCH_INLINE const char* safetensors_dtype(DType dtype) {
+  switch (dtype) {
+#define TBATCH_SAFETENSORS_NAME(type, tag, name, code, bits, safetensors, ...) \
+  case DType::tag:                                                             \
+    return safetensors;
+    TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_SAFETENSORS_NAME)
+#undef TBATCH_SAFETENSORS_NAME
+  }
+  fail<ValueError>("io::save", "dtype ", static_cast<int>(dtype), " is not a DType");
+}
+
+TBATCH_INLINE std::optional<DType> dtype_of_safetensors(const std::string& name) {
+#define TBATCH_SAFETENSORS_MATCH(type, tag, text, code, bits, safetensors, ...) \
+  if (name == safetensors) return DType::tag;
+  TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_SAFETENSORS_MATCH)
+#undef TBATCH_SAFETENSORS_MATCH
+  return std::nullopt;
+}
+
+TBATCH_INLINE std::uint64_t read_u64(const unsigned char* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+TBATCH_INLINE std::uint64_t header_length(const unsigned char* first8, std::uint64_t size,
+                                          const std::string& what, const char* fn) {
   if (size < 8)
     fail<FormatError>(fn, what, " has ", size,
                       " bytes; a safetensors file starts with an 8-byte header length");
@@ -88,9 +116,7 @@ inline std::uint64_t header_length(const unsigned char* first8, std::uint64_t si
   return length;
 }
 
-/// True when the JSON `text` nests arrays and objects deeper than `limit` (strings skipped):
-/// checked before a JSON tree is built, since copying or printing one recurses per level.
-inline bool nests_deeper(const char* text, std::size_t length, int limit) {
+TBATCH_INLINE bool nests_deeper(const char* text, std::size_t length, int limit) {
   int depth = 0;
   bool in_string = false;
   for (std::size_t i = 0; i < length; ++i) {
@@ -343,11 +369,8 @@ class HeaderReader {
   bool seen_dtype_ = false, seen_shape_ = false, seen_offsets_ = false;
 };
 
-/// Parses and checks the JSON header `text` (`length` bytes) of a file of `size` bytes; `what`
-/// names the file in messages. The header is one JSON object with only JSON whitespace around
-/// it, as the reference reader accepts (no byte-order mark, no NUL padding).
-inline Header parse_header(const char* text, std::uint64_t length, std::uint64_t size,
-                           const std::string& what, const char* fn) {
+TBATCH_INLINE Header parse_header(const char* text, std::uint64_t length, std::uint64_t size,
+                                  const std::string& what, const char* fn) {
   // nlohmann's parser takes a NUL byte for the end of its input: a NUL (never valid in JSON)
   // must not hide what follows it.
   if (const void* nul = std::memchr(text, 0, std::size_t(length)))
@@ -391,5 +414,7 @@ inline Header parse_header(const char* text, std::uint64_t length, std::uint64_t
                       data_bytes);
   return header;
 }
+
+#endif  // TBATCH_IO_DEFINITIONS
 
 }  // namespace tbatch::io::detail

@@ -3,16 +3,29 @@
 // under joined names and their structure as JSON in the metadata, so Python readers see plain
 // tensors and tbatch gets the structure back, checked against the tensors.
 
-#include <map>
+#include <filesystem>
+#include <string>
+#include <type_traits>
+
+#include "tbatch/base/dtype.hpp"
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/dict/tensor_dict.hpp"
+#include "tbatch/io/config.hpp"
+#include "tbatch/io/safetensors_file.hpp"
+
+#if TBATCH_IO_DEFINITIONS
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <string>
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "tbatch/batch/layouts.hpp"
-#include "tbatch/dict/tensor_dict.hpp"
-#include "tbatch/io/safetensors_file.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/io/safetensors_header.hpp"
+#endif
 
 namespace tbatch::io {
 
@@ -31,22 +44,22 @@ constexpr const char* layout_name() {
     return "exact";
 }
 
-inline const AnyTensor& stored(const TensorFile& file, const std::string& name, const char* fn) {
-  const auto it = file.tensors.find(name);
-  if (it == file.tensors.end()) fail<FormatError>(fn, "the file has no tensor '", name, "'");
-  return it->second;
-}
+/// put's untyped body: stores `data` under `name` and the metadata tensors given (null: the
+/// layout has none) beside it, `layout` in the metadata.
+TBATCH_INLINE void put_batch(TensorFile& file, const std::string& name, const char* layout,
+                             const AnyTensor& data, const Tensor<index_t>* shape_per_tensor,
+                             const Tensor<index_t>* first_idx);
 
-/// The metadata tensor `name` (shape_per_tensor, first_idx) of dtype T: another dtype is a bad
-/// file, a FormatError.
-template <Element T>
-Tensor<T> stored_as(const TensorFile& file, const std::string& name, const char* fn) {
-  const AnyTensor& t = stored(file, name, fn);
-  if (!t.holds<T>())
-    fail<FormatError>(fn, "tensor '", name, "' has dtype ", t.dtype(), "; expected ",
-                      dtype_name_of<T>);
-  return t.get<T>(fn);
-}
+/// The tensors of a batch stored by put (the metadata tensors empty when its layout has none).
+struct StoredBatch {
+  AnyTensor data;
+  Tensor<index_t> shape_per_tensor, first_idx;
+};
+
+/// get's untyped body: the batch stored under `name`, checked to be of layout `layout` and
+/// dtype `dtype`.
+TBATCH_INLINE StoredBatch stored_batch(const TensorFile& file, const std::string& name,
+                                       const char* layout, DType dtype);
 
 }  // namespace detail
 
@@ -57,22 +70,12 @@ Tensor<T> stored_as(const TensorFile& file, const std::string& name, const char*
 template <Batch B>
 void put(TensorFile& file, const std::string& name, const B& batch) {
   using T = typename B::value_type;
-  // A batch replaces a batch of the same name, all its tensors, but never another tensor.
-  const std::string parts[] = {name, name + ".shape_per_tensor", name + ".first_idx"};
-  const bool replaces_batch = file.metadata.count(name + ".layout") > 0;
-  for (const std::string& part : parts) {
-    if (file.tensors.count(part) == 0) continue;
-    if (!replaces_batch)
-      tbatch::detail::fail<ValueError>("io::put", "the file already holds a tensor '", part,
-                                       "' that is not part of a batch '", name, "'");
-    file.tensors.erase(part);
-  }
-  file.tensors.insert_or_assign(name, AnyTensor(batch.data()));
-  if constexpr (!std::is_same_v<B, ExactBatch<T>>)
-    file.tensors.insert_or_assign(name + ".shape_per_tensor", AnyTensor(batch.shape_per_tensor()));
-  if constexpr (std::is_same_v<B, PackedBatch<T>>)
-    file.tensors.insert_or_assign(name + ".first_idx", AnyTensor(batch.first_idx()));
-  file.metadata.insert_or_assign(name + ".layout", detail::layout_name<B>());
+  const Tensor<index_t>* shape_per_tensor = nullptr;
+  const Tensor<index_t>* first_idx = nullptr;
+  if constexpr (!std::is_same_v<B, ExactBatch<T>>) shape_per_tensor = &batch.shape_per_tensor();
+  if constexpr (std::is_same_v<B, PackedBatch<T>>) first_idx = &batch.first_idx();
+  detail::put_batch(file, name, detail::layout_name<B>(), AnyTensor(batch.data()), shape_per_tensor,
+                    first_idx);
 }
 
 /// The batch `put` stored under `name`, of layout B (sharing the file's tensors). TypeError
@@ -82,35 +85,108 @@ void put(TensorFile& file, const std::string& name, const B& batch) {
 template <Batch B>
 B get(const TensorFile& file, const std::string& name) {
   using T = typename B::value_type;
-  const char* fn = "io::get";
-  const auto layout = file.metadata.find(name + ".layout");
-  if (layout == file.metadata.end())
-    tbatch::detail::fail<FormatError>(fn, "the file has no batch '", name, "' (no metadata entry '",
-                                      name, ".layout')");
-  if (layout->second != detail::layout_name<B>())
-    tbatch::detail::fail<TypeError>(fn, "batch '", name, "' is stored ", layout->second, ", not ",
-                                    detail::layout_name<B>());
-  const AnyTensor& stored = detail::stored(file, name, fn);
-  if (!stored.holds<T>())
-    tbatch::detail::fail<TypeError>(fn, "tensor '", name, "' has dtype ", stored.dtype(),
-                                    ", not the requested ", dtype_name_of<T>);
-  const Tensor<T> data = stored.get<T>(fn);
-  if constexpr (std::is_same_v<B, ExactBatch<T>>) {
+  detail::StoredBatch stored =
+      detail::stored_batch(file, name, detail::layout_name<B>(), dtype_of<T>);
+  const Tensor<T> data = stored.data.get<T>("io::get");
+  if constexpr (std::is_same_v<B, ExactBatch<T>>)
     return ExactBatch<T>(data);
-  } else {
-    const Tensor<index_t> shape_per_tensor =
-        detail::stored_as<index_t>(file, name + ".shape_per_tensor", fn);
-    if constexpr (std::is_same_v<B, PackedBatch<T>>)
-      return PackedBatch<T>(data, shape_per_tensor,
-                            detail::stored_as<index_t>(file, name + ".first_idx", fn));
-    else
-      return PaddedBatch<T>(data, shape_per_tensor);
-  }
+  else if constexpr (std::is_same_v<B, PackedBatch<T>>)
+    return PackedBatch<T>(data, stored.shape_per_tensor, stored.first_idx);
+  else
+    return PaddedBatch<T>(data, stored.shape_per_tensor);
 }
 
 // ---------------------------------------------------------------- TensorDict
 
+/// Adds `td` to `file`: each tensor under its nested key joined with '.', and the batch sizes,
+/// dim names and key order (nested TensorDicts included) as JSON in the metadata entry
+/// `tbatch.tensordict`. ValueError for a key containing '.', for a tensor name the file holds
+/// already, and when the file holds a TensorDict already (one per file).
+TBATCH_INLINE void put(TensorFile& file, const TensorDict& td);
+
+/// The TensorDict `put` stored in `file` (sharing its tensors), equal to the one saved.
+/// FormatError when the metadata entry is missing or malformed or a tensor is missing, and what
+/// TensorDict::set throws for inconsistent shapes.
+TBATCH_INLINE TensorDict get_tensordict(const TensorFile& file);
+
+/// save(path, td): a file holding only `td` (see put).
+TBATCH_INLINE void save(const std::filesystem::path& path, const TensorDict& td);
+
+/// The TensorDict saved at `path` (see load and get_tensordict).
+TBATCH_INLINE TensorDict load_tensordict(const std::filesystem::path& path, Mmap mmap = Mmap::no);
+
+// ---------------------------------------------------------------- RaggedTensorDict
+
+/// Adds `ragged` to `file`: each entry's data under its nested key joined with '.', ragged
+/// entries with `key.shape_per_tensor` (and `key.first_idx` when packed), and the structure as
+/// JSON in the metadata entry `tbatch.ragged_tensordict`. ValueError for a key containing '.',
+/// a tensor name the file holds already, or a second RaggedTensorDict.
+TBATCH_INLINE void put(TensorFile& file, const RaggedTensorDict& ragged);
+
+/// The RaggedTensorDict `put` stored in `file` (sharing its tensors), equal to the one saved.
+/// FormatError when the structure is missing or inconsistent with the tensors.
+TBATCH_INLINE RaggedTensorDict get_ragged_tensordict(const TensorFile& file);
+
+#if TBATCH_IO_DEFINITIONS
+
 namespace detail {
+
+inline const AnyTensor& stored(const TensorFile& file, const std::string& name, const char* fn) {
+  const auto it = file.tensors.find(name);
+  if (it == file.tensors.end()) fail<FormatError>(fn, "the file has no tensor '", name, "'");
+  return it->second;
+}
+
+/// The metadata tensor `name` (shape_per_tensor, first_idx): int64, else a bad file, a
+/// FormatError.
+inline Tensor<index_t> stored_index(const TensorFile& file, const std::string& name,
+                                    const char* fn) {
+  const AnyTensor& t = stored(file, name, fn);
+  if (!t.holds<index_t>())
+    fail<FormatError>(fn, "tensor '", name, "' has dtype ", t.dtype(), "; expected ",
+                      dtype_name_of<index_t>);
+  return t.get<index_t>(fn);
+}
+
+TBATCH_INLINE void put_batch(TensorFile& file, const std::string& name, const char* layout,
+                             const AnyTensor& data, const Tensor<index_t>* shape_per_tensor,
+                             const Tensor<index_t>* first_idx) {
+  // A batch replaces a batch of the same name, all its tensors, but never another tensor.
+  const std::string parts[] = {name, name + ".shape_per_tensor", name + ".first_idx"};
+  const bool replaces_batch = file.metadata.count(name + ".layout") > 0;
+  for (const std::string& part : parts) {
+    if (file.tensors.count(part) == 0) continue;
+    if (!replaces_batch)
+      fail<ValueError>("io::put", "the file already holds a tensor '", part,
+                       "' that is not part of a batch '", name, "'");
+    file.tensors.erase(part);
+  }
+  file.tensors.insert_or_assign(name, data);
+  if (shape_per_tensor != nullptr)
+    file.tensors.insert_or_assign(name + ".shape_per_tensor", AnyTensor(*shape_per_tensor));
+  if (first_idx != nullptr)
+    file.tensors.insert_or_assign(name + ".first_idx", AnyTensor(*first_idx));
+  file.metadata.insert_or_assign(name + ".layout", layout);
+}
+
+TBATCH_INLINE StoredBatch stored_batch(const TensorFile& file, const std::string& name,
+                                       const char* layout, DType dtype) {
+  const char* fn = "io::get";
+  const auto stored_layout = file.metadata.find(name + ".layout");
+  if (stored_layout == file.metadata.end())
+    fail<FormatError>(fn, "the file has no batch '", name, "' (no metadata entry '", name,
+                      ".layout')");
+  if (stored_layout->second != layout)
+    fail<TypeError>(fn, "batch '", name, "' is stored ", stored_layout->second, ", not ", layout);
+  StoredBatch out{stored(file, name, fn), {}, {}};
+  if (out.data.dtype() != dtype)
+    fail<TypeError>(fn, "tensor '", name, "' has dtype ", out.data.dtype(), ", not the requested ",
+                    dtype_name(dtype));
+  const std::string_view kind = layout;
+  if (kind != "exact") out.shape_per_tensor = stored_index(file, name + ".shape_per_tensor", fn);
+  if (kind == "packed") out.first_idx = stored_index(file, name + ".first_idx", fn);
+  return out;
+}
 
 inline nlohmann::json structure_of(const TensorDict& td, const std::string& prefix,
                                    TensorFile& file, const char* fn) {
@@ -213,11 +289,7 @@ inline constexpr const char* dict_structure_key = "tbatch.tensordict";
 
 }  // namespace detail
 
-/// Adds `td` to `file`: each tensor under its nested key joined with '.', and the batch sizes,
-/// dim names and key order (nested TensorDicts included) as JSON in the metadata entry
-/// `tbatch.tensordict`. ValueError for a key containing '.', for a tensor name the file holds
-/// already, and when the file holds a TensorDict already (one per file).
-inline void put(TensorFile& file, const TensorDict& td) {
+TBATCH_INLINE void put(TensorFile& file, const TensorDict& td) {
   const char* fn = "io::put";
   if (file.metadata.count(detail::dict_structure_key) > 0)
     tbatch::detail::fail<ValueError>(fn, "the file holds a TensorDict already (one per file)");
@@ -227,29 +299,22 @@ inline void put(TensorFile& file, const TensorDict& td) {
   file = std::move(staged);
 }
 
-/// The TensorDict `put` stored in `file` (sharing its tensors), equal to the one saved.
-/// FormatError when the metadata entry is missing or malformed or a tensor is missing, and what
-/// TensorDict::set throws for inconsistent shapes.
-inline TensorDict get_tensordict(const TensorFile& file) {
+TBATCH_INLINE TensorDict get_tensordict(const TensorFile& file) {
   const char* fn = "io::get_tensordict";
   const nlohmann::json structure =
       detail::structure_in(file, detail::dict_structure_key, "TensorDict", fn);
   return detail::dict_of(structure, "", file, fn);
 }
 
-/// save(path, td): a file holding only `td` (see put).
-inline void save(const std::filesystem::path& path, const TensorDict& td) {
+TBATCH_INLINE void save(const std::filesystem::path& path, const TensorDict& td) {
   TensorFile file;
   put(file, td);
   save(path, file);
 }
 
-/// The TensorDict saved at `path` (see load and get_tensordict).
-inline TensorDict load_tensordict(const std::filesystem::path& path, Mmap mmap = Mmap::no) {
+TBATCH_INLINE TensorDict load_tensordict(const std::filesystem::path& path, Mmap mmap) {
   return get_tensordict(load(path, mmap));
 }
-
-// ---------------------------------------------------------------- RaggedTensorDict
 
 namespace detail {
 
@@ -344,9 +409,9 @@ inline Stored stored_of(const nlohmann::json& structure, const std::string& pref
     entry.unit_last_dim = description["unit_last_dim"].get<bool>();
     entry.data = stored(file, name, fn);
     if (entry.ragged) {
-      entry.shape_per_tensor = stored_as<index_t>(file, name + ".shape_per_tensor", fn);
+      entry.shape_per_tensor = stored_index(file, name + ".shape_per_tensor", fn);
       if (layout == RaggedLayout::packed)
-        entry.first_idx = stored_as<index_t>(file, name + ".first_idx", fn);
+        entry.first_idx = stored_index(file, name + ".first_idx", fn);
     }
     item.tensor = std::move(entry);
     out.items.push_back(std::move(item));
@@ -356,11 +421,7 @@ inline Stored stored_of(const nlohmann::json& structure, const std::string& pref
 
 }  // namespace detail
 
-/// Adds `ragged` to `file`: each entry's data under its nested key joined with '.', ragged
-/// entries with `key.shape_per_tensor` (and `key.first_idx` when packed), and the structure as
-/// JSON in the metadata entry `tbatch.ragged_tensordict`. ValueError for a key containing '.',
-/// a tensor name the file holds already, or a second RaggedTensorDict.
-inline void put(TensorFile& file, const RaggedTensorDict& ragged) {
+TBATCH_INLINE void put(TensorFile& file, const RaggedTensorDict& ragged) {
   const char* fn = "io::put";
   if (file.metadata.count(detail::ragged_structure_key) > 0)
     tbatch::detail::fail<ValueError>(fn,
@@ -372,9 +433,7 @@ inline void put(TensorFile& file, const RaggedTensorDict& ragged) {
   file = std::move(staged);
 }
 
-/// The RaggedTensorDict `put` stored in `file` (sharing its tensors), equal to the one saved.
-/// FormatError when the structure is missing or inconsistent with the tensors.
-inline RaggedTensorDict get_ragged_tensordict(const TensorFile& file) {
+TBATCH_INLINE RaggedTensorDict get_ragged_tensordict(const TensorFile& file) {
   const char* fn = "io::get_ragged_tensordict";
   const nlohmann::json structure =
       detail::structure_in(file, detail::ragged_structure_key, "RaggedTensorDict", fn);
@@ -390,5 +449,7 @@ inline RaggedTensorDict get_ragged_tensordict(const TensorFile& file) {
                                          detail::bad_structure(fn, prefix, why);
                                        });
 }
+
+#endif  // TBATCH_IO_DEFINITIONS
 
 }  // namespace tbatch::io
