@@ -141,12 +141,12 @@ B allocate_padded_batch(const B& batch, const Tensor<index_t>& sizes,
 }
 
 /// pad of a batch whose elements are rows dense along the last dim, into `out` (allocated),
-/// row by row. Elements of a class of equal sizes share a table of source rows
-/// (append_source_rows) and a plan of the output rows against it; per element the engine walks
-/// that plan from the element's start in the output (the batch geometry places both sides), and
-/// the loop body writes each output row: a source row padded by the RowPadder, or `value`. So an
-/// element costs its rows and no planning. The output is written whole (a padded batch's slot
-/// padding included) and in address order, through the cache.
+/// row by row. Elements of a class of equal sizes share one table of source rows
+/// (append_source_rows); each element's output rows are one dense run (a padded batch: its whole
+/// slot), from its start in the output, read from its start in the source (the batch geometry
+/// places both), and RowPadder::write_rows, the fused pass's loop body, writes them from the
+/// table. So an element costs its rows and no planning. The output is written whole (a padded
+/// batch's slot padding included) and in address order, through the cache.
 template <Batch B>
 void pad_batch_by_rows(const B& batch, B& out, const PaddedSizes& padded,
                        const std::vector<DimPad>& pads, PadMode mode,
@@ -163,55 +163,39 @@ void pad_batch_by_rows(const B& batch, B& out, const PaddedSizes& padded,
   Shape rows_shape =
       padded_layout ? Shape(out_shape.begin() + 1, out_shape.end() - 1) : Shape::filled(columns, 0);
   std::vector<PadDim> row_plan(columns);
-  Strides in_strides(columns), out_strides(columns);
+  Strides in_strides(columns);
 
-  // Per class met since the last reset: where its table starts in `tables`, and its plan.
-  struct Built {
-    index_t table = -1;
-    std::size_t plan = 0;
+  // The tables, one after another in `tables`; a class's span starts at -1 until it is built.
+  struct Span {
+    index_t start = -1, count = 0;
   };
-  std::vector<Built> built(padded.first_of_class.size());
+  std::vector<Span> spans(padded.first_of_class.size());
   std::vector<index_t> tables;
-  std::vector<RunPlan<2>> plans;
   auto build = [&](index_t i) {
     for (std::size_t d = 0; d < columns; ++d) {
       const auto dim = static_cast<index_t>(d);
       row_plan[d] = plan_pad(Shape{from.size(i, dim)}, {pads[d]})[0];
       if constexpr (!padded_layout) rows_shape.set(d, row_plan[d].size_out);
       in_strides[d] = from.stride(i, dim);
-      out_strides[d] = to.stride(i, dim);
     }
-    const Built result{static_cast<index_t>(tables.size()), plans.size()};
+    const auto start = static_cast<index_t>(tables.size());
     append_source_rows(tables, rows_shape.data(), row_plan.data(), in_strides.data(), columns,
                        mode);
-    const Strides table_strides = layout::contiguous_strides(rows_shape);
-    plans.push_back(plan_runs<2>(rows_shape, {&out_strides, &table_strides}));
-    return result;
+    return Span{start, static_cast<index_t>(tables.size()) - start};
   };
   const T* in = batch.data().data();
   T* written = out_data.data();
   for (index_t i = 0; i < batch.batch_size(); ++i) {
-    Built& known = built[static_cast<std::size_t>(padded.class_of[static_cast<std::size_t>(i)])];
-    if (known.table < 0) {
+    Span& span = spans[static_cast<std::size_t>(padded.class_of[static_cast<std::size_t>(i)])];
+    if (span.start < 0) {
       if (static_cast<index_t>(tables.size()) > pad_rows_cache) {  // many sizes: start again
         tables.clear();
-        plans.clear();
-        std::fill(built.begin(), built.end(), Built{});
+        std::fill(spans.begin(), spans.end(), Span{});
       }
-      known = build(i);
+      span = build(i);
     }
-    const RunPlan<2>& plan = plans[known.plan];
-    const index_t length = plan.run_length(), out_step = plan.inner_stride(0),
-                  source_step = plan.inner_stride(1), out_line = plan.row_stride(0),
-                  source_line = plan.row_stride(1);
-    const T* element = in + from.start(i);
-    const index_t* sources = tables.data();
-    walk_rows(plan, {to.start(i), known.table},
-              [&](const std::array<index_t, 2>& at, index_t lines) {
-                for (index_t l = 0; l < lines; ++l)
-                  row_padder.write_rows(written + at[0] + l * out_line, out_step, element,
-                                        sources + at[1] + l * source_line, source_step, length);
-              });
+    row_padder.write_rows(written + to.start(i), row_padder.size_out, in + from.start(i),
+                          tables.data() + span.start, span.count);
   }
 }
 

@@ -58,25 +58,25 @@ struct RowPadder {
     }
   }
 
-  /// Writes `n` output rows `out_step` apart: row r pads the source row at in + sources[r *
-  /// source_step], or is all `value` where that offset is -1. Consecutive rows of `value` are one
-  /// fill when the rows are dense (out_step == size_out).
+  /// Writes `n` output rows `out_step` apart: row r pads the source row at in + sources[r], or
+  /// is all `value` where that offset is -1. Consecutive rows of `value` are one fill when the
+  /// rows are dense (out_step == size_out).
   [[gnu::always_inline]] void write_rows(T* out, index_t out_step, const T* in,
-                                         const index_t* sources, index_t source_step,
-                                         index_t n) const {
+                                         const index_t* sources, index_t n) const {
+    const index_t length = size_out;  // locals: stores through `out` may alias the members
+    const T fill = value;
     for (index_t r = 0; r < n;) {
-      const index_t source = sources[r * source_step];
-      if (source >= 0) {
-        write(out, in + source);
+      if (sources[r] >= 0) {
+        write(out, in + sources[r]);
         ++r;
         out += out_step;
         continue;
       }
       index_t fills = 1;
-      if (out_step == size_out)
-        while (r + fills < n && sources[(r + fills) * source_step] < 0)
+      if (out_step == length)
+        while (r + fills < n && sources[r + fills] < 0)
           ++fills;
-      std::fill_n(out, (fills - 1) * out_step + size_out, value);
+      std::fill_n(out, (fills - 1) * out_step + length, fill);
       r += fills;
       out += fills * out_step;
     }
@@ -155,7 +155,7 @@ void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<
       }
 #endif
       for (index_t i = 0; i < length; ++i)
-        row_padder.write_rows(out + i * inner[0], out_row, in + i * inner[1], source_rows.data(), 1,
+        row_padder.write_rows(out + i * inner[0], out_row, in + i * inner[1], source_rows.data(),
                               ph.size_out);
     }
   });
