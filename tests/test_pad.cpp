@@ -613,9 +613,10 @@ TEMPLATE_TEST_CASE("pad of batches of many elements, of repeated and of large si
     const char* name;
     index_t batch, rank, max_rows;
   };
-  const std::array<Case, 4> cases{{
+  const std::array<Case, 5> cases{{
       {"many elements, few sizes (shared tables)", 300, 2, 4},
       {"rank-3 elements, few sizes", 120, 3, 3},
+      {"rank-4 elements (tables over three dims)", 40, 4, 3},
       {"rank-1 elements", 40, 1, 1},
       {"one element over the row limit (element by element)", 3, 2, detail::pad_rows_limit + 5},
   }};

@@ -140,103 +140,62 @@ B allocate_padded_batch(const B& batch, const Tensor<index_t>& sizes,
   }
 }
 
-/// For each row (position over all dims but the last) of `rows_shape`, where the padded element
-/// reads it from: the offset of the source row from the element's start (the element's dims
-/// are `plan`, its strides `in_strides`), or -1 for a row of `value`: a constant border row, or
-/// a row outside the padded element (rows_shape may be a padded batch's slot). Built with the
-/// view engine: each dim's offsets spread over the others and summed.
-inline Tensor<index_t> source_rows_of(const Shape& rows_shape, const std::vector<PadDim>& plan,
-                                      const Strides& in_strides, PadMode mode) {
-  Tensor<index_t> sources(rows_shape, index_t(0));
-  const auto rows_rank = static_cast<index_t>(rows_shape.size());
-  for (index_t d = 0; d < rows_rank; ++d) {
-    const PadDim& p = plan[static_cast<std::size_t>(d)];
-    Tensor<index_t> along = Tensor<index_t>::empty(Shape{rows_shape[d]});
-    for (index_t j = 0; j < rows_shape[d]; ++j) {
-      const index_t source = j < p.size_out ? source_index(mode, p, j) : -1;
-      along.data()[j] = source < 0 ? -1 : source * in_strides[d];
-    }
-    Strides spread(std::size_t(rows_rank), 0);
-    spread[d] = 1;
-    for_each([](index_t& row, const index_t& part) { row = row < 0 || part < 0 ? -1 : row + part; },
-             sources.view(),
-             StridedView<const index_t>(along.view()).with_layout(Layout{rows_shape, spread, 0}));
-  }
-  return sources;
-}
-
 /// pad of a batch whose elements are rows dense along the last dim, into `out` (allocated),
-/// row by row: each output row is a source row padded by one RowPadder, or `value`. Elements of
-/// a class of equal sizes share one table of source rows (source_rows_of), so an element costs
-/// its rows and no planning. The output is written whole (a padded batch's slot padding
-/// included) and in address order, through the cache.
+/// row by row. Elements of a class of equal sizes share one table of source rows
+/// (append_source_rows); each element's output rows are one dense run (a padded batch: its whole
+/// slot), from its start in the output, read from its start in the source (the batch geometry
+/// places both), and RowPadder::write_rows, the fused pass's loop body, writes them from the
+/// table. So an element costs its rows and no planning. The output is written whole (a padded
+/// batch's slot padding included) and in address order, through the cache.
 template <Batch B>
 void pad_batch_by_rows(const B& batch, B& out, const PaddedSizes& padded,
                        const std::vector<DimPad>& pads, PadMode mode,
                        typename B::value_type value) {
   using T = typename B::value_type;
-  const index_t columns = batch.element_rank() - 1;
-  Shape element_shape = Shape::filled(std::size_t(batch.element_rank()), 0);
-  element_shape.set(columns, batch.last_dim());  // the other dims' sizes are per class
-  const std::vector<PadDim> plan = plan_pad(element_shape, pads);
-  const RowPadder<T> row_padder(plan.back(), mode, value);
-  const index_t row_length = row_padder.size_out;
-  const Tensor<index_t> sizes_in = batch.shape_per_tensor();
+  constexpr bool padded_layout = std::is_same_v<B, PaddedBatch<T>>;
+  const auto columns = static_cast<std::size_t>(batch.element_rank() - 1);
+  const RowPadder<T> row_padder(plan_pad(Shape{batch.last_dim()}, {pads.back()})[0], mode, value);
+  const BatchGeometry from = geometry_of(batch);
+  const BatchGeometry to = geometry_of(out);
   Tensor<T> out_data = out.data();
   const Shape& out_shape = out_data.shape();
-  const Shape slot_rows(out_shape.begin() + 1, out_shape.end() - 1);  // padded batches only
+  // The rows an element's output spans: its padded sizes, or a padded batch's whole slot.
+  Shape rows_shape =
+      padded_layout ? Shape(out_shape.begin() + 1, out_shape.end() - 1) : Shape::filled(columns, 0);
+  std::vector<PadDim> row_plan(columns);
+  Strides in_strides(columns);
 
-  auto table_of = [&](index_t c) {
-    const index_t i = padded.first_of_class[static_cast<std::size_t>(c)];
-    std::vector<PadDim> element_plan = plan;
-    Shape rows_shape =
-        std::is_same_v<B, PaddedBatch<T>> ? slot_rows : Shape::filled(std::size_t(columns), 0);
-    for (index_t d = 0; d < columns; ++d) {
-      PadDim& p = element_plan[static_cast<std::size_t>(d)];
-      p = plan_pad(Shape{sizes_in.data()[i * columns + d]}, {DimPad{p.before, p.after}})[0];
-      if constexpr (!std::is_same_v<B, PaddedBatch<T>>) rows_shape.set(d, p.size_out);
-    }
-    return source_rows_of(rows_shape, element_plan, batch.element(i).strides(), mode);
-  };
-  // The tables, one after another in `arena`; a class's span starts at -1 until it is built.
+  // The tables, one after another in `tables`; a class's span starts at -1 until it is built.
   struct Span {
     index_t start = -1, count = 0;
   };
   std::vector<Span> spans(padded.first_of_class.size());
-  std::vector<index_t> arena;
+  std::vector<index_t> tables;
+  auto build = [&](index_t i) {
+    for (std::size_t d = 0; d < columns; ++d) {
+      const auto dim = static_cast<index_t>(d);
+      row_plan[d] = plan_pad(Shape{from.size(i, dim)}, {pads[d]})[0];
+      if constexpr (!padded_layout) rows_shape.set(d, row_plan[d].size_out);
+      in_strides[d] = from.stride(i, dim);
+    }
+    const auto start = static_cast<index_t>(tables.size());
+    append_source_rows(tables, rows_shape.data(), row_plan.data(), in_strides.data(), columns,
+                       mode);
+    return Span{start, static_cast<index_t>(tables.size()) - start};
+  };
   const T* in = batch.data().data();
   T* written = out_data.data();
-  const BatchGeometry in_place = geometry_of(batch);
-  const BatchGeometry out_place = geometry_of(out);
   for (index_t i = 0; i < batch.batch_size(); ++i) {
     Span& span = spans[static_cast<std::size_t>(padded.class_of[static_cast<std::size_t>(i)])];
     if (span.start < 0) {
-      if (static_cast<index_t>(arena.size()) > pad_rows_cache) {  // many sizes: start again
-        arena.clear();
+      if (static_cast<index_t>(tables.size()) > pad_rows_cache) {  // many sizes: start again
+        tables.clear();
         std::fill(spans.begin(), spans.end(), Span{});
       }
-      const Tensor<index_t> table = table_of(padded.class_of[static_cast<std::size_t>(i)]);
-      span = Span{static_cast<index_t>(arena.size()), table.numel()};
-      arena.insert(arena.end(), table.data(), table.data() + span.count);
+      span = build(i);
     }
-    const index_t* sources = arena.data() + span.start;
-    const index_t n = span.count;
-    const T* element = in + in_place.start(i);
-    T* target = written + out_place.start(i);
-    for (index_t r = 0; r < n;) {
-      if (sources[r] >= 0) {
-        row_padder.write(target, element + sources[r]);
-        ++r;
-        target += row_length;
-        continue;
-      }
-      index_t fills = 1;  // consecutive rows of `value` are one fill
-      while (r + fills < n && sources[r + fills] < 0)
-        ++fills;
-      std::fill_n(target, fills * row_length, value);
-      r += fills;
-      target += fills * row_length;
-    }
+    row_padder.write_rows(written + to.start(i), row_padder.size_out, in + from.start(i),
+                          tables.data() + span.start, span.count);
   }
 }
 

@@ -3,8 +3,8 @@
 // blocking; pad_views serves the dense forms and the large elements of batches.
 
 #include <algorithm>
-#include <cstring>
-#include <optional>
+#include <array>
+#include <cstddef>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -57,61 +57,108 @@ struct RowPadder {
         out[j] = in[right[static_cast<std::size_t>(j - hi)]];
     }
   }
+
+  /// Writes `n` output rows `out_step` apart: row r pads the source row at in + sources[r], or
+  /// is all `value` where that offset is -1. Consecutive rows of `value` are one fill when the
+  /// rows are dense (out_step == size_out).
+  [[gnu::always_inline]] void write_rows(T* out, index_t out_step, const T* in,
+                                         const index_t* sources, index_t n) const {
+    const index_t length = size_out;  // locals: stores through `out` may alias the members
+    const T fill = value;
+    for (index_t r = 0; r < n;) {
+      if (sources[r] >= 0) {
+        write(out, in + sources[r]);
+        ++r;
+        out += out_step;
+        continue;
+      }
+      index_t fills = 1;
+      if (out_step == length)
+        while (r + fills < n && sources[r + fills] < 0)
+          ++fills;
+      std::fill_n(out, (fills - 1) * out_step + length, fill);
+      r += fills;
+      out += fills * out_step;
+    }
+  }
 };
+
+/// Appends to `table`, for each row (position over `count` dims, of sizes `sizes`) of an output,
+/// the offset of the source row it pads from the source's start, or -1 for a row of `value`: a
+/// constant border row, or a row past the padded size (a padded batch's slot). `plan` holds the
+/// dims' pads, `strides` the source's strides. Built dim by dim: each entry so far is expanded by
+/// the next dim's offsets (an outer sum of per-dim tables, in index order), so no N-d walk.
+inline void append_source_rows(std::vector<index_t>& table, const index_t* sizes,
+                               const PadDim* plan, const index_t* strides, std::size_t count,
+                               PadMode mode) {
+  const std::size_t start = table.size();
+  table.push_back(0);
+  for (std::size_t d = 0; d < count; ++d) {
+    const PadDim& p = plan[d];
+    const auto size = static_cast<std::size_t>(sizes[d]);
+    const std::size_t known = table.size() - start;
+    table.resize(start + known * size);
+    // Backwards, so that entry a is read before the entries it expands to overwrite it.
+    for (std::size_t a = known * std::min<std::size_t>(size, 1); a-- > 0;) {
+      const index_t base = table[start + a];
+      for (std::size_t j = size; j-- > 0;) {
+        const auto position = static_cast<index_t>(j);
+        const index_t source = position < p.size_out ? source_index(mode, p, position) : -1;
+        table[start + a * size + j] = base < 0 || source < 0 ? -1 : base + source * strides[d];
+      }
+    }
+  }
+}
 
 /// The interior copy and the borders of the last two dims in one pass, plane by plane:
 /// `src_planes` and `dst_planes` are the source and destination narrowed to the interior on every
-/// dim but the last two, which are whole; both are dense along the last dim. Each output row of a
-/// plane is written in order, [left border | row | right border], border rows included, every
-/// value read from the source (or `value`), so the output streams out once, in address order,
-/// through the cache. With streaming `stores`, constant mode on dense output rows of at least
-/// streamed_row_min_bytes goes to stream_constant_rows where the CPU has it.
-
+/// dim but the last two, which are whole; both are dense along the last dim. The engine walks the
+/// planes' first elements (rows of lines of planes); the loop body writes each plane's output
+/// rows in order, [left border | row | right border], border rows included, every value read from
+/// the source (or `value`), so the output streams out once, in address order, through the cache.
+/// With streaming `stores`, constant mode on dense output rows of at least streamed_row_min_bytes
+/// goes to stream_constant_planes where the CPU has it.
 template <class T>
 void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<T>& dst_planes,
                       const PadDim& ph, const PadDim& pw, PadMode mode, T value, Stores stores) {
   const index_t rank = dst_planes.dim();
-  // The source row each output row of a plane copies; -1 for a constant border row.
-  std::vector<index_t> source_rows(static_cast<std::size_t>(ph.size_out));
-  for (index_t j = 0; j < ph.size_out; ++j)
-    source_rows[static_cast<std::size_t>(j)] = source_index(mode, ph, j);
-  const RowPadder<T> row_padder(pw, mode, value);
-  const index_t lo = pw.lo, size_out = pw.size_out, width = pw.hi - lo;
   const index_t in_row = src_planes.strides()[rank - 2], out_row = dst_planes.strides()[rank - 2];
-  auto write_plane = [&](T* out, const T* in) {
-    for (index_t j = 0; j < ph.size_out; ++j) {
-      T* row = out + j * out_row;
-      const index_t source_row = source_rows[static_cast<std::size_t>(j)];
-      if (source_row < 0)
-        std::fill_n(row, size_out, value);
-      else
-        row_padder.write(row, in + source_row * in_row);
-    }
-  };
+  // The offset of the source row each output row of a plane copies; -1 for a constant border row.
+  std::vector<index_t> source_rows;
+  append_source_rows(source_rows, &ph.size_out, &ph, &in_row, 1, mode);
+  const RowPadder<T> row_padder(pw, mode, value);
+  const index_t size_out = pw.size_out;
   [[maybe_unused]] const bool streamed =
       row_padder.constant && stores == Stores::streaming && out_row == size_out &&
       size_out * index_t(sizeof(T)) >= streamed_row_min_bytes && constant_rows_supported();
   [[maybe_unused]] const ConstantRows rows{.rows = ph.size_out,
                                            .row_length = size_out,
-                                           .lo = lo,
-                                           .width = width,
+                                           .lo = pw.lo,
+                                           .width = pw.hi - pw.lo,
                                            .source_rows = source_rows.data(),
-                                           .in_row_stride = in_row};
-  // The engine walks the planes' first elements; each run is a line of planes.
-  for_each_run(
-      "pad",
-      [&](index_t n, const std::array<index_t, 2>& stride, T* out, const T* in) {
+                                           .in_row_stride = 1};
+  const StridedView<T> out_planes = dst_planes.select(rank - 1, 0).select(rank - 2, 0);
+  const StridedView<const T> in_planes = src_planes.select(rank - 1, 0).select(rank - 2, 0);
+  const RunPlan<2> plan =
+      plan_runs<2>(out_planes.shape(), {&out_planes.strides(), &in_planes.strides()});
+  const index_t length = plan.run_length();
+  const std::array<index_t, 2> inner{plan.inner_stride(0), plan.inner_stride(1)};
+  const index_t out_line = plan.row_stride(0), in_line = plan.row_stride(1);
+  walk_rows(plan, {0, 0}, [&](const std::array<index_t, 2>& at, index_t lines) {
+    for (index_t l = 0; l < lines; ++l) {
+      T* out = out_planes.data() + at[0] + l * out_line;
+      const T* in = in_planes.data() + at[1] + l * in_line;
 #if TBATCH_CONSTANT_ROWS
-        if (streamed) {
-          stream_constant_planes(out, in + row_padder.first, n, stride, rows, value);
-          return;
-        }
+      if (streamed) {
+        stream_constant_planes(out, in + row_padder.first, length, inner, rows, value);
+        continue;
+      }
 #endif
-        for (index_t i = 0; i < n; ++i)
-          write_plane(out + i * stride[0], in + i * stride[1]);
-      },
-      dst_planes.select(rank - 1, 0).select(rank - 2, 0),
-      src_planes.select(rank - 1, 0).select(rank - 2, 0));
+      for (index_t i = 0; i < length; ++i)
+        row_padder.write_rows(out + i * inner[0], out_row, in + i * inner[1], source_rows.data(),
+                              ph.size_out);
+    }
+  });
 }
 
 /// Pads `src` into `dst` (shapes already checked, no overlap) when every border reads the
@@ -195,12 +242,21 @@ void pad_blocked(const StridedView<const T>& src, const StridedView<T>& dst,
   }
   StridedView<const T> in = src;
   StridedView<T> out = dst;
-  if (lead > 1) {  // fold the leading dims into one when both layouts allow it
-    auto in_folded = layout::try_flatten(src.layout(), 0, lead - 1);
-    auto out_folded = layout::try_flatten(dst.layout(), 0, lead - 1);
-    if (in_folded && out_folded) {
-      in = src.with_layout(std::move(*in_folded));
-      out = dst.with_layout(std::move(*out_folded));
+  if (lead > 1) {  // fold the leading dims into one when they merge in both (the engine's rule)
+    const Shape leading(dst.shape().begin(), dst.shape().begin() + lead);
+    const RunPlan<2> folded = plan_runs_in_order<2>(leading, {&src.strides(), &dst.strides()});
+    if (folded.sizes.size() == 1) {
+      auto fold = [&](const Layout& whole, std::size_t k) {
+        Layout part{Shape{folded.sizes[0]}, Strides{}, whole.offset};
+        part.strides.push_back(folded.strides[k][0]);
+        for (index_t d = lead; d < whole.dim(); ++d) {
+          part.shape.push_back(whole.shape[d]);
+          part.strides.push_back(whole.strides[d]);
+        }
+        return part;
+      };
+      in = src.with_layout(fold(src.layout(), 0));
+      out = dst.with_layout(fold(dst.layout(), 1));
       plan.erase(plan.begin() + 1, plan.begin() + lead);
     }
   }
