@@ -39,6 +39,8 @@ inline constexpr index_t exact_alias_check_max = index_t(1) << 16;
 
 /// pad: the shortest output row (bytes) written by the streaming constant-row writer.
 inline constexpr index_t streamed_row_min_bytes = 384;
+/// pad, constant mode: dense output rows up to this long are filled whole, then copied into.
+inline constexpr index_t pad_fill_first_row_bytes = 128;
 /// pad: bytes of output per block, so a block's interior is in cache when its borders read it.
 inline constexpr index_t pad_block_bytes = index_t(1) << 19;
 /// pad of a batch: the most rows an element (or slot) may have to be padded row by row.

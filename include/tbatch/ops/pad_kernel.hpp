@@ -65,6 +65,26 @@ struct RowPadder {
                                          const index_t* sources, index_t n) const {
     const index_t length = size_out;  // locals: stores through `out` may alias the members
     const T fill = value;
+    if (constant && out_step == length && length * index_t(sizeof(T)) <= pad_fill_first_row_bytes) {
+      // Short dense rows: one fill of all of them, then the copied columns of each run of rows
+      // with evenly spaced sources, by copy_rows (its move width chosen once per run).
+      std::fill_n(out, n * length, fill);
+      const index_t width = hi - lo;
+      for (index_t r = 0; r < n;) {
+        if (sources[r] < 0) {
+          ++r;
+          continue;
+        }
+        const index_t step = r + 1 < n ? sources[r + 1] - sources[r] : 0;
+        index_t count = 1;
+        while (r + count < n && sources[r + count] >= 0 &&
+               sources[r + count] - sources[r + count - 1] == step)
+          ++count;
+        copy_rows(out + r * length + lo, length, in + sources[r] + first, step, count, width);
+        r += count;
+      }
+      return;
+    }
     for (index_t r = 0; r < n;) {
       if (sources[r] >= 0) {
         write(out, in + sources[r]);
