@@ -158,4 +158,17 @@ class Strides : public detail::SmallVector<index_t, 8> {
   }
 };
 
+namespace detail {
+
+/// Calls coordinate(d, i_d) for every dim d of `shape`, the last first, with the coordinates
+/// of row-major position `flat` (in [0, numel)).
+template <class Coordinate>
+void unravel_index(const Shape& shape, index_t flat, Coordinate&& coordinate) {
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    coordinate(d, flat % shape[d]);
+    flat /= shape[d];
+  }
+}
+
+}  // namespace detail
 }  // namespace tbatch

@@ -12,6 +12,7 @@
 #include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/errors.hpp"
+#include "tbatch/batch/metadata.hpp"
 
 namespace tbatch::mpi::detail {
 
@@ -103,8 +104,8 @@ inline std::vector<index_t> balanced_boundaries(const index_t* first_idx, index_
 /// position p of a sequence whose row counts are `rows` (in that order).
 inline std::vector<int> balanced_shares(const std::vector<index_t>& rows, int ranks) {
   std::vector<index_t> first(rows.size() + 1, 0);
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    first[i + 1] = first[i] + rows[i];
+  std::copy(rows.begin(), rows.end(), first.begin() + 1);
+  tbatch::detail::running_sum_in_place(first.data(), index_t(rows.size()));
   const std::vector<index_t> bounds =
       balanced_boundaries(first.data(), index_t(rows.size()), ranks);
   std::vector<int> share(rows.size());

@@ -52,24 +52,33 @@ void scatter_elements_into(const char* function, const B& batch,
   const BatchGeometry geometry = geometry_of(batch);
   Tensor<index_t> target_rows = Tensor<index_t>::empty(Shape{n});
   index_t* row_offset = target_rows.data();
-  for (index_t k = 0; k < n; ++k) {
-    const index_t e = targets_in[k];
-    if (e < 0 || e >= batch_size)
-      fail<IndexError>(function, "element_index[", k, "] = ", e, " is out of range for a batch of ",
-                       batch_size, " elements", expected_range(batch_size));
-    index_t offset = data_offset + geometry.start(e);
-    for (index_t c = 0; c < coords; ++c) {
-      const index_t value = positions_in[k * coords + c], size = geometry.size(e, c);
-      if (value < 0 || value >= size)
-        fail<IndexError>(
-            function,
-            flat_local ? concat("local_index[", k, "]") : concat("local_index[", k, ", ", c, "]"),
-            " = ", value, " is out of range for element ", e, ", whose dim ", c, " has size ", size,
-            " (element shape ", batch.shape_of(e), ")", expected_range(size));
-      offset += value * geometry.stride(e, c);
+  // One copy of the loop per batch kind: where the kind is known, the geometry's per-call
+  // kind checks fold away and leave the loop.
+  auto find_offsets = [&](auto kind) {
+    if (geometry.kind() != kind()) return;
+    for (index_t k = 0; k < n; ++k) {
+      const index_t e = targets_in[k];
+      if (e < 0 || e >= batch_size)
+        fail<IndexError>(function, "element_index[", k, "] = ", e,
+                         " is out of range for a batch of ", batch_size, " elements",
+                         expected_range(batch_size));
+      index_t offset = data_offset + geometry.start(e);
+      for (index_t c = 0; c < coords; ++c) {
+        const index_t value = positions_in[k * coords + c], size = geometry.size(e, c);
+        if (value < 0 || value >= size)
+          fail<IndexError>(
+              function,
+              flat_local ? concat("local_index[", k, "]") : concat("local_index[", k, ", ", c, "]"),
+              " = ", value, " is out of range for element ", e, ", whose dim ", c, " has size ",
+              size, " (element shape ", batch.shape_of(e), ")", expected_range(size));
+        offset += value * geometry.stride(e, c);
+      }
+      row_offset[k] = offset;
     }
-    row_offset[k] = offset;
-  }
+  };
+  find_offsets(std::integral_constant<BatchKind, BatchKind::exact>{});
+  find_offsets(std::integral_constant<BatchKind, BatchKind::padded>{});
+  find_offsets(std::integral_constant<BatchKind, BatchKind::packed>{});
   check_distinct_elements(data.view(), function, "the batch's data");
 
   const Tensor<T> source = unaliased(updates, data.view());

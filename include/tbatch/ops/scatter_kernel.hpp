@@ -83,10 +83,7 @@ Tensor<T> nonempty_dims(const Tensor<T>& t) {
 /// "name[i, j]" for the flat row-major position `flat` of `shape` ("name" when 0-d).
 inline std::string index_position(std::string_view name, const Shape& shape, index_t flat) {
   std::vector<index_t> coords(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    coords[d] = shape[d] == 0 ? 0 : flat % shape[d];
-    flat = shape[d] == 0 ? 0 : flat / shape[d];
-  }
+  unravel_index(shape, flat, [&](std::size_t d, index_t at) { coords[d] = at; });
   return shape.size() == 0 ? std::string(name) : concat(name, listed(coords));
 }
 

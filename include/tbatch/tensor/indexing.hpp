@@ -141,11 +141,8 @@ inline IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIn
             index_t found = 0;
             for (index_t flat = 0; flat < mask.numel(); ++flat) {
               if (!mask.data()[flat]) continue;
-              index_t rest = flat;
-              for (index_t k = v.dim(); k-- > 0;) {
-                nonzero[static_cast<std::size_t>(k)].data()[found] = rest % v.size(k);
-                rest /= v.size(k);
-              }
+              unravel_index(v.shape(), flat,
+                            [&](std::size_t k, index_t at) { nonzero[k].data()[found] = at; });
               ++found;
             }
             for (Tensor<index_t>& positions : nonzero) {

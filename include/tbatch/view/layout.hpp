@@ -12,6 +12,7 @@
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/shape.hpp"
 #include "tbatch/base/small_vector.hpp"
+#include "tbatch/view/walk.hpp"
 
 namespace tbatch {
 
@@ -282,17 +283,18 @@ inline std::optional<Layout> try_view(const Layout& l, const std::vector<index_t
     out.offset = l.offset;
     return out;
   }
-  // Walk old dims from the back in chunks that are contiguous among themselves, and give each
-  // chunk's new dims strides based on the chunk's innermost stride.
+  // Walk old dims from the back in chunks, each the dims the engine merges into one (a chunk
+  // so far is one dim of tensor_numel elements at its innermost stride), and give each chunk's
+  // new dims strides based on that stride.
   Strides strides(shape.size());
   index_t view_d = static_cast<index_t>(shape.size()) - 1;
   index_t chunk_base_stride = l.strides.back();
   index_t tensor_numel = 1, view_numel = 1;
   for (index_t tensor_d = l.dim() - 1; tensor_d >= 0; --tensor_d) {
     tensor_numel *= l.shape[tensor_d];
-    const bool chunk_ends =
-        tensor_d == 0 ||
-        (l.shape[tensor_d - 1] != 1 && l.strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
+    const bool chunk_ends = tensor_d == 0 || (l.shape[tensor_d - 1] != 1 &&
+                                              !detail::merges(l.strides[tensor_d - 1],
+                                                              chunk_base_stride, tensor_numel));
     if (!chunk_ends) continue;
     while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
       strides[view_d] = view_numel * chunk_base_stride;

@@ -102,20 +102,38 @@ inline void streaming_fence() {
 #endif
 }
 
-/// The row copier (no overlap), inline: a row shorter than a line is two fixed-size moves (the
-/// second ending at the row's end, overlapping the first), a row of up to inline_row_max_lines
-/// lines is copied in whole lines (the last one ending at the row's end), a longer row is one
-/// memcpy. A memcpy call per short row costs more than its copy.
+/// Calls move(std::integral_constant<std::size_t, W>{}) with the widest move W of 32, 16, 8
+/// and 4 bytes that fits in `bytes` (4 to a line), for two_moves.
+template <class Move>
+[[gnu::always_inline]] inline void by_move_width(std::size_t bytes, Move&& move) {
+  if (bytes >= 32)
+    move(std::integral_constant<std::size_t, 32>{});
+  else if (bytes >= 16)
+    move(std::integral_constant<std::size_t, 16>{});
+  else if (bytes >= 8)
+    move(std::integral_constant<std::size_t, 8>{});
+  else
+    move(std::integral_constant<std::size_t, 4>{});
+}
+
+/// Copies a row of `bytes` (W to 2W) bytes as two W-byte moves, the second ending at the row's
+/// end, overlapping the first.
+template <std::size_t W>
+[[gnu::always_inline]] inline void two_moves(char* out, const char* in, std::size_t bytes) {
+  std::memcpy(out, in, W);
+  std::memcpy(out + bytes - W, in + bytes - W, W);
+}
+
+/// The row copier (no overlap), inline: a row shorter than a line is two fixed-size moves
+/// (by_move_width), a row of up to inline_row_max_lines lines is copied in whole lines (the
+/// last one ending at the row's end), a longer row is one memcpy. A memcpy call per short row
+/// costs more than its copy.
 template <class T>
 [[gnu::always_inline]] inline void copy_row(T* out, const T* in, index_t n) {
   auto* o = reinterpret_cast<char*>(out);
   const auto* i = reinterpret_cast<const char*>(in);
   const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
   constexpr auto line = static_cast<std::size_t>(line_bytes);
-  auto two = [&]<std::size_t W>(std::integral_constant<std::size_t, W>) {
-    std::memcpy(o, i, W);
-    std::memcpy(o + bytes - W, i + bytes - W, W);
-  };
   if (bytes > static_cast<std::size_t>(inline_row_max_lines) * line) {
     std::memcpy(o, i, bytes);
   } else if (bytes >= line) {
@@ -123,14 +141,10 @@ template <class T>
     for (; at + line <= bytes; at += line)
       std::memcpy(o + at, i + at, line);
     if (at < bytes) std::memcpy(o + bytes - line, i + bytes - line, line);
-  } else if (bytes >= 32) {
-    two(std::integral_constant<std::size_t, 32>{});
-  } else if (bytes >= 16) {
-    two(std::integral_constant<std::size_t, 16>{});
-  } else if (bytes >= 8) {
-    two(std::integral_constant<std::size_t, 8>{});
   } else if (bytes >= 4) {
-    two(std::integral_constant<std::size_t, 4>{});
+    by_move_width(bytes, [&]<std::size_t W>(std::integral_constant<std::size_t, W>) {
+      two_moves<W>(o, i, bytes);
+    });
   } else {
     for (std::size_t k = 0; k < bytes; ++k)
       o[k] = i[k];
@@ -143,26 +157,16 @@ template <class T>
 void copy_rows(T* out, index_t out_stride, const T* in, index_t in_stride, index_t rows,
                index_t n) {
   const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
-  auto short_rows = [&]<std::size_t W>(std::integral_constant<std::size_t, W>) {
-    for (index_t r = 0; r < rows; ++r) {
-      auto* o = reinterpret_cast<char*>(out + r * out_stride);
-      const auto* i = reinterpret_cast<const char*>(in + r * in_stride);
-      std::memcpy(o, i, W);
-      std::memcpy(o + bytes - W, i + bytes - W, W);
-    }
-  };
   if (bytes >= static_cast<std::size_t>(line_bytes) || bytes < 4) {
     for (index_t r = 0; r < rows; ++r)
       copy_row(out + r * out_stride, in + r * in_stride, n);
-  } else if (bytes >= 32) {
-    short_rows(std::integral_constant<std::size_t, 32>{});
-  } else if (bytes >= 16) {
-    short_rows(std::integral_constant<std::size_t, 16>{});
-  } else if (bytes >= 8) {
-    short_rows(std::integral_constant<std::size_t, 8>{});
-  } else {
-    short_rows(std::integral_constant<std::size_t, 4>{});
+    return;
   }
+  by_move_width(bytes, [&]<std::size_t W>(std::integral_constant<std::size_t, W>) {
+    for (index_t r = 0; r < rows; ++r)
+      two_moves<W>(reinterpret_cast<char*>(out + r * out_stride),
+                   reinterpret_cast<const char*>(in + r * in_stride), bytes);
+  });
 }
 
 /// The copy and fill of a row, with the given stores.

@@ -29,16 +29,23 @@ struct RunPlan {
   }
 };
 
+/// True when a dim at stride `outer` steps over exactly the `inner_size` elements of the dim
+/// inside it (at stride `inner`): the two are contiguous together and merge into one dim.
+/// tbatch's one answer to which dims merge (the engine's plans, layout::try_view's chunks).
+inline bool merges(index_t outer, index_t inner, index_t inner_size) {
+  return outer == inner * inner_size;
+}
+
 /// Adds dim d of `shape` to `plan` as its new innermost dim, merged into the last one when the
-/// two are contiguous in every operand: tbatch's one answer to which dims merge into one run.
+/// two merge in every operand.
 template <std::size_t N, class StrideList>
 void append_dim(RunPlan<N>& plan, const Shape& shape,
                 const std::array<const StrideList*, N>& strides, std::size_t d) {
   const index_t size = shape[d];
-  bool merges = !plan.sizes.empty();
-  for (std::size_t k = 0; k < N && merges; ++k)
-    merges = plan.strides[k].back() == (*strides[k])[d] * size;
-  if (merges) {
+  bool merged = !plan.sizes.empty();
+  for (std::size_t k = 0; k < N && merged; ++k)
+    merged = merges(plan.strides[k].back(), (*strides[k])[d], size);
+  if (merged) {
     plan.sizes.back() *= size;
     for (std::size_t k = 0; k < N; ++k)
       plan.strides[k].back() = (*strides[k])[d];
