@@ -51,6 +51,8 @@ ROWS = [
     ("space_to_batch",
      "`tbatch/ops/space_to_batch.hpp` + `space_to_batch_nd`", None),
     ("tensor_dict", "`tbatch/dict/tensor_dict.hpp` + `TensorDict`", None),
+    ("tensor_dict_compiled",
+     "the same, linking `tbatch::compiled` (`TBATCH_COMPILED`)", None),
     ("tbatch", "`tbatch/tbatch.hpp` + `list_to_padded`", None),
     ("tbatch_compiled",
      "the same, linking `tbatch::compiled` (`TBATCH_COMPILED`)", None),

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "tbatch/base/config.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/small_vector.hpp"
 #include "tbatch/view/index_types.hpp"
@@ -21,11 +22,7 @@ namespace tbatch {
 /// (Python's tuple keys). Converts from "a", std::string, {"a", "b"} and a vector of strings.
 class NestedKey {
  public:
-  NestedKey(const char* key) {
-    if (key == nullptr)
-      detail::fail<KeyError>("NestedKey", "the key is a null pointer; expected a string");
-    parts_.emplace_back(key);
-  }
+  TBATCH_INLINE NestedKey(const char* key);
   NestedKey(std::string key) { parts_.push_back(std::move(key)); }
   NestedKey(std::vector<std::string> path) : parts_(std::move(path)) {}
   NestedKey(std::initializer_list<std::string> path) : parts_(path) {}
@@ -39,13 +36,7 @@ class NestedKey {
 
   friend bool operator==(const NestedKey& a, const NestedKey& b) { return a.parts_ == b.parts_; }
   /// 'a' for one part, ('a', 'b') for a path, as Python prints them.
-  friend std::ostream& operator<<(std::ostream& out, const NestedKey& key) {
-    if (key.size() == 1) return out << '\'' << key.parts_[0] << '\'';
-    out << '(';
-    for (std::size_t i = 0; i < key.size(); ++i)
-      out << (i ? ", " : "") << '\'' << key.parts_[i] << '\'';
-    return out << ')';
-  }
+  friend TBATCH_INLINE std::ostream& operator<<(std::ostream& out, const NestedKey& key);
 
  private:
   std::vector<std::string> parts_;
@@ -78,28 +69,13 @@ using DimNames = std::vector<std::optional<std::string>>;
 /// Prints dim names as Python does: ['robot', None].
 struct NamesText {
   const DimNames& names;
-  friend std::ostream& operator<<(std::ostream& out, const NamesText& t) {
-    out << '[';
-    for (std::size_t i = 0; i < t.names.size(); ++i) {
-      out << (i ? ", " : "");
-      if (t.names[i])
-        out << '\'' << *t.names[i] << '\'';
-      else
-        out << "None";
-    }
-    return out << ']';
-  }
+  friend TBATCH_INLINE std::ostream& operator<<(std::ostream& out, const NamesText& t);
 };
 
 /// Prints keys as Python does: ['a', 'b'].
 struct KeysText {
   std::vector<std::string> keys;
-  friend std::ostream& operator<<(std::ostream& out, const KeysText& t) {
-    out << '[';
-    for (std::size_t i = 0; i < t.keys.size(); ++i)
-      out << (i ? ", " : "") << '\'' << t.keys[i] << '\'';
-    return out << ']';
-  }
+  friend TBATCH_INLINE std::ostream& operator<<(std::ostream& out, const KeysText& t);
 };
 
 /// The keys leading to the entry a recursive walk is at, printed like a NestedKey.
@@ -108,15 +84,8 @@ class KeyPath {
   void push(const std::string& key) { parts_.push_back(&key); }
   void pop() { parts_.pop_back(); }
   bool empty() const { return parts_.empty(); }
-  NestedKey key() const {
-    std::vector<std::string> parts;
-    for (const std::string* p : parts_)
-      parts.push_back(*p);
-    return NestedKey(std::move(parts));
-  }
-  friend std::ostream& operator<<(std::ostream& out, const KeyPath& path) {
-    return out << path.key();
-  }
+  TBATCH_INLINE NestedKey key() const;
+  friend TBATCH_INLINE std::ostream& operator<<(std::ostream& out, const KeyPath& path);
 
  private:
   // Inline up to depth 8: every walk over the entries keeps one, for its error messages only.
@@ -127,11 +96,66 @@ class KeyPath {
 struct Where {
   const KeyPath& path;
   const char* word;
-  friend std::ostream& operator<<(std::ostream& out, const Where& w) {
-    if (!w.path.empty()) out << ' ' << w.word << ' ' << w.path;
-    return out;
-  }
+  friend TBATCH_INLINE std::ostream& operator<<(std::ostream& out, const Where& w);
 };
 
 }  // namespace detail
+
+#if TBATCH_DEFINITIONS
+
+TBATCH_INLINE NestedKey::NestedKey(const char* key) {
+  if (key == nullptr)
+    detail::fail<KeyError>("NestedKey", "the key is a null pointer; expected a string");
+  parts_.emplace_back(key);
+}
+
+TBATCH_INLINE std::ostream& operator<<(std::ostream& out, const NestedKey& key) {
+  if (key.size() == 1) return out << '\'' << key.parts_[0] << '\'';
+  out << '(';
+  for (std::size_t i = 0; i < key.size(); ++i)
+    out << (i ? ", " : "") << '\'' << key.parts_[i] << '\'';
+  return out << ')';
+}
+
+namespace detail {
+
+TBATCH_INLINE std::ostream& operator<<(std::ostream& out, const NamesText& t) {
+  out << '[';
+  for (std::size_t i = 0; i < t.names.size(); ++i) {
+    out << (i ? ", " : "");
+    if (t.names[i])
+      out << '\'' << *t.names[i] << '\'';
+    else
+      out << "None";
+  }
+  return out << ']';
+}
+
+TBATCH_INLINE std::ostream& operator<<(std::ostream& out, const KeysText& t) {
+  out << '[';
+  for (std::size_t i = 0; i < t.keys.size(); ++i)
+    out << (i ? ", " : "") << '\'' << t.keys[i] << '\'';
+  return out << ']';
+}
+
+TBATCH_INLINE NestedKey KeyPath::key() const {
+  std::vector<std::string> parts;
+  for (const std::string* p : parts_)
+    parts.push_back(*p);
+  return NestedKey(std::move(parts));
+}
+
+TBATCH_INLINE std::ostream& operator<<(std::ostream& out, const KeyPath& path) {
+  return out << path.key();
+}
+
+TBATCH_INLINE std::ostream& operator<<(std::ostream& out, const Where& w) {
+  if (!w.path.empty()) out << ' ' << w.word << ' ' << w.path;
+  return out;
+}
+
+}  // namespace detail
+
+#endif  // TBATCH_DEFINITIONS
+
 }  // namespace tbatch

@@ -124,19 +124,10 @@ class TensorDict {
   /// No entries, batch_size {} (never inferred: see auto_batch_size_).
   TensorDict() = default;
   /// No entries; one name (or std::nullopt) per batch dim, or none at all for no names.
-  explicit TensorDict(Shape batch_size, Names names = {}) : batch_size_(std::move(batch_size)) {
-    checked_numel(batch_size_, "TensorDict");
-    names_ = checked_names(std::move(names), batch_dims(), "TensorDict", true);
-  }
+  TBATCH_INLINE explicit TensorDict(Shape batch_size, Names names = {});
   /// Entries {{"key", tensor or TensorDict}, ...}, each checked against `batch_size`.
-  TensorDict(std::initializer_list<Item> items, Shape batch_size = {}, Names names = {})
-      : TensorDict(std::move(batch_size), std::move(names)) {
-    for (const Item& item : items) {
-      if (find(item.first))
-        detail::fail<KeyError>("TensorDict", "key '", item.first, "' is given more than once");
-      set_value(item.first, item.second, "TensorDict");
-    }
-  }
+  TBATCH_INLINE TensorDict(std::initializer_list<Item> items, Shape batch_size = {},
+                           Names names = {});
 
   // ---------------------------------------------------------------- batch size
 
@@ -182,19 +173,7 @@ class TensorDict {
   }
   /// Stores a nested TensorDict made of `items` with the batch size of its parent (Python's
   /// `td["target"] = {"joints": ...}`).
-  void set(const NestedKey& key, std::initializer_list<Item> items) {
-    const char* fn = "TensorDict::set";
-    const TensorDict& holder = check_set_path(key, fn);
-    TensorDict value;
-    value.batch_size_ = holder.batch_size_;
-    value.names_ = holder.names_;
-    for (const Item& item : items) {
-      if (value.find(item.first))
-        detail::fail<KeyError>(fn, "key '", item.first, "' is given more than once");
-      value.set_value(item.first, item.second, fn);
-    }
-    set_dict(key, std::move(value), fn);
-  }
+  TBATCH_INLINE void set(const NestedKey& key, std::initializer_list<Item> items);
 
   /// The tensor at `key` (sharing its buffer). KeyError when missing, TypeError when it is a
   /// nested TensorDict or has another dtype.
@@ -209,38 +188,18 @@ class TensorDict {
   /// The tensor at `key` whatever its dtype.
   AnyTensor get_any(const NestedKey& key) const { return tensor_at(key, "TensorDict::get_any"); }
   /// The nested TensorDict at `key` (a copy of its structure sharing the tensors).
-  TensorDict get_dict(const NestedKey& key) const {
-    const char* fn = "TensorDict::get_dict";
-    const Value& value = lookup_or_throw(key, fn);
-    if (!value.is_dict())
-      detail::fail<TypeError>(fn, "entry ", key, " is a tensor, not a nested TensorDict; use get");
-    return value.dict();
-  }
+  TBATCH_INLINE TensorDict get_dict(const NestedKey& key) const;
   /// True when `key` (a top-level key, or a path into nested TensorDicts) is present.
-  bool contains(const NestedKey& key) const {
-    check_key(key, "TensorDict::contains");
-    return lookup(key) != nullptr;
-  }
+  TBATCH_INLINE bool contains(const NestedKey& key) const;
   /// True when the entry at `key` is a nested TensorDict; KeyError when missing.
   bool is_dict(const NestedKey& key) const {
     return lookup_or_throw(key, "TensorDict::is_dict").is_dict();
   }
   /// Top-level keys in insertion order.
-  std::vector<std::string> keys() const {
-    std::vector<std::string> out;
-    out.reserve(entries_.size());
-    for (const auto& item : entries_)
-      out.push_back(item.first);
-    return out;
-  }
+  TBATCH_INLINE std::vector<std::string> keys() const;
   /// Keys as paths; include_nested walks into nested TensorDicts (depth first), leaves_only
   /// skips the nested TensorDicts themselves.
-  std::vector<NestedKey> keys(bool include_nested, bool leaves_only = false) const {
-    std::vector<NestedKey> out;
-    std::vector<std::string> prefix;
-    collect_keys(include_nested, leaves_only, prefix, out);
-    return out;
-  }
+  TBATCH_INLINE std::vector<NestedKey> keys(bool include_nested, bool leaves_only = false) const;
   /// Removes `key`; KeyError when missing or when its TensorDict is locked.
   void erase(const NestedKey& key);
   /// A TensorDict with only `keys` (paths keep the nested TensorDicts on the way, with only the
@@ -250,19 +209,9 @@ class TensorDict {
   TensorDict exclude(const std::vector<NestedKey>& keys) const;
   /// Sets every entry of `other` (merging into nested TensorDicts present in both). All or
   /// nothing: on an error this TensorDict is unchanged.
-  TensorDict& update(const TensorDict& other) {
-    TensorDict staged = *this;
-    std::vector<std::string> prefix;
-    staged.update_at(other, prefix);
-    *this = std::move(staged);
-    return *this;
-  }
+  TBATCH_INLINE TensorDict& update(const TensorDict& other);
   /// True when there are no tensors (nested TensorDicts without tensors count as empty).
-  bool is_empty() const {
-    for (const auto& item : entries_)
-      if (item.second.is_tensor() || !item.second.dict().is_empty()) return false;
-    return true;
-  }
+  TBATCH_INLINE bool is_empty() const;
 
   /// A locked TensorDict (and its nested ones) keeps its full key set, nested keys included:
   /// adding or removing a key, replacing a tensor by a TensorDict or the reverse, or a nested
@@ -399,13 +348,7 @@ class TensorDict {
   // ---------------------------------------------------------------- dict-like exceptions
 
   /// Iterates over the first batch dim; TypeError when batch_dims() == 0.
-  Iterator begin() const {
-    if (batch_dims() == 0)
-      detail::fail<TypeError>("TensorDict::begin",
-                              "iteration over a TensorDict with batch_dims==0 is not permitted; "
-                              "iterate over keys() instead");
-    return Iterator(this, 0);
-  }
+  TBATCH_INLINE Iterator begin() const;
   Iterator end() const { return Iterator(this, size()); }
 
   /// No conversion to bool, so that a comparison cannot pass as a condition by accident: reduce
@@ -584,19 +527,25 @@ inline TensorDict all_equal(const TensorDict& a, const TensorDict& b) {
   return a == b;
 }
 
-inline TensorDict::Value::Value(TensorDict dict)
+#if TBATCH_DEFINITIONS
+
+TBATCH_INLINE TensorDict::Value::Value(TensorDict dict)
     : value_(std::in_place_index<1>, std::move(dict)) {}
 
 namespace detail {
-inline DictBox::DictBox(TensorDict dict) : dict_(std::make_unique<TensorDict>(std::move(dict))) {}
-inline DictBox::DictBox(const DictBox& other) : dict_(std::make_unique<TensorDict>(*other.dict_)) {}
-inline DictBox::DictBox(DictBox&& other) noexcept = default;
-inline DictBox& DictBox::operator=(const DictBox& other) {
+TBATCH_INLINE DictBox::DictBox(TensorDict dict)
+    : dict_(std::make_unique<TensorDict>(std::move(dict))) {}
+TBATCH_INLINE DictBox::DictBox(const DictBox& other)
+    : dict_(std::make_unique<TensorDict>(*other.dict_)) {}
+TBATCH_INLINE DictBox::DictBox(DictBox&& other) noexcept = default;
+TBATCH_INLINE DictBox& DictBox::operator=(const DictBox& other) {
   if (this != &other) dict_ = std::make_unique<TensorDict>(*other.dict_);
   return *this;
 }
-inline DictBox& DictBox::operator=(DictBox&& other) noexcept = default;
-inline DictBox::~DictBox() = default;
+TBATCH_INLINE DictBox& DictBox::operator=(DictBox&& other) noexcept = default;
+TBATCH_INLINE DictBox::~DictBox() = default;
 }  // namespace detail
+
+#endif  // TBATCH_DEFINITIONS
 
 }  // namespace tbatch

@@ -11,40 +11,46 @@
 #include <utility>
 #include <vector>
 
+#include "tbatch/base/config.hpp"
+#include "tbatch/dict/tensor_dict_class.hpp"
+
+#if TBATCH_DEFINITIONS
 #include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/shape.hpp"
 #include "tbatch/dict/keys.hpp"
-#include "tbatch/dict/tensor_dict_class.hpp"
 #include "tbatch/tensor/any_tensor.hpp"
+#endif
 
 namespace tbatch {
 
+#if TBATCH_DEFINITIONS
+
 // ---- lookup
 
-inline const TensorDict::Value* TensorDict::find(const std::string& key) const {
+TBATCH_INLINE const TensorDict::Value* TensorDict::find(const std::string& key) const {
   for (const Item& item : entries_)
     if (item.first == key) return &item.second;
   return nullptr;
 }
 
-inline TensorDict::Value* TensorDict::find(const std::string& key) {
+TBATCH_INLINE TensorDict::Value* TensorDict::find(const std::string& key) {
   for (Item& item : entries_)
     if (item.first == key) return &item.second;
   return nullptr;
 }
 
-inline void TensorDict::check_key(const NestedKey& key, const char* fn) {
+TBATCH_INLINE void TensorDict::check_key(const NestedKey& key, const char* fn) {
   if (key.empty())
     detail::fail<KeyError>(fn, "the key is an empty path; expected at least one string");
 }
 
-inline NestedKey TensorDict::prefix_of(const NestedKey& key, std::size_t length) {
+TBATCH_INLINE NestedKey TensorDict::prefix_of(const NestedKey& key, std::size_t length) {
   return NestedKey(std::vector<std::string>(
       key.parts().begin(), key.parts().begin() + static_cast<std::ptrdiff_t>(length)));
 }
 
-inline const TensorDict::Value* TensorDict::lookup(const NestedKey& key) const {
+TBATCH_INLINE const TensorDict::Value* TensorDict::lookup(const NestedKey& key) const {
   const TensorDict* dict = this;
   for (std::size_t i = 0; i + 1 < key.size(); ++i) {
     const Value* value = dict->find(key[i]);
@@ -54,8 +60,8 @@ inline const TensorDict::Value* TensorDict::lookup(const NestedKey& key) const {
   return dict->find(key.back());
 }
 
-inline const TensorDict::Value& TensorDict::lookup_or_throw(const NestedKey& key,
-                                                            const char* fn) const {
+TBATCH_INLINE const TensorDict::Value& TensorDict::lookup_or_throw(const NestedKey& key,
+                                                                   const char* fn) const {
   check_key(key, fn);
   const TensorDict* dict = this;
   for (std::size_t i = 0;; ++i) {
@@ -75,7 +81,7 @@ inline const TensorDict::Value& TensorDict::lookup_or_throw(const NestedKey& key
   }
 }
 
-inline const AnyTensor& TensorDict::tensor_at(const NestedKey& key, const char* fn) const {
+TBATCH_INLINE const AnyTensor& TensorDict::tensor_at(const NestedKey& key, const char* fn) const {
   const Value& value = lookup_or_throw(key, fn);
   if (!value.is_tensor())
     detail::fail<TypeError>(fn, "entry ", key,
@@ -85,7 +91,8 @@ inline const AnyTensor& TensorDict::tensor_at(const NestedKey& key, const char* 
 
 // ---- setting
 
-inline const TensorDict& TensorDict::check_set_path(const NestedKey& key, const char* fn) const {
+TBATCH_INLINE const TensorDict& TensorDict::check_set_path(const NestedKey& key,
+                                                           const char* fn) const {
   check_key(key, fn);
   const TensorDict* dict = this;
   for (std::size_t i = 0; i + 1 < key.size(); ++i) {
@@ -107,7 +114,7 @@ inline const TensorDict& TensorDict::check_set_path(const NestedKey& key, const 
   return *dict;
 }
 
-inline TensorDict& TensorDict::holder_for_set(const NestedKey& key) {
+TBATCH_INLINE TensorDict& TensorDict::holder_for_set(const NestedKey& key) {
   TensorDict* dict = this;
   for (std::size_t i = 0; i + 1 < key.size(); ++i) {
     Value* value = dict->find(key[i]);
@@ -123,14 +130,14 @@ inline TensorDict& TensorDict::holder_for_set(const NestedKey& key) {
   return *dict;
 }
 
-inline void TensorDict::put(const std::string& key, Value value) {
+TBATCH_INLINE void TensorDict::put(const std::string& key, Value value) {
   if (Value* existing = find(key))
     *existing = std::move(value);
   else
     entries_.emplace_back(key, std::move(value));
 }
 
-inline void TensorDict::set_tensor(const NestedKey& key, AnyTensor value, const char* fn) {
+TBATCH_INLINE void TensorDict::set_tensor(const NestedKey& key, AnyTensor value, const char* fn) {
   const TensorDict& holder = check_set_path(key, fn);
   const Value* existing = holder.find(key.back());
   if (holder.locked_ && existing != nullptr && existing->is_dict())
@@ -144,7 +151,7 @@ inline void TensorDict::set_tensor(const NestedKey& key, AnyTensor value, const 
   holder_for_set(key).put(key.back(), Value(std::move(value)));
 }
 
-inline void TensorDict::set_dict(const NestedKey& key, TensorDict value, const char* fn) {
+TBATCH_INLINE void TensorDict::set_dict(const NestedKey& key, TensorDict value, const char* fn) {
   const TensorDict& holder = check_set_path(key, fn);
   if (const Value* existing = holder.find(key.back()); holder.locked_ && existing != nullptr) {
     if (existing->is_tensor())
@@ -170,7 +177,7 @@ inline void TensorDict::set_dict(const NestedKey& key, TensorDict value, const c
   target.put(key.back(), Value(std::move(value)));
 }
 
-inline bool TensorDict::same_key_set(const TensorDict& a, const TensorDict& b) {
+TBATCH_INLINE bool TensorDict::same_key_set(const TensorDict& a, const TensorDict& b) {
   auto paths = [](const TensorDict& td) {
     std::vector<std::vector<std::string>> out;
     for (const NestedKey& key : td.keys(true))
@@ -181,14 +188,16 @@ inline bool TensorDict::same_key_set(const TensorDict& a, const TensorDict& b) {
   return paths(a) == paths(b);
 }
 
-inline void TensorDict::set_value(const std::string& key, const Value& value, const char* fn) {
+TBATCH_INLINE void TensorDict::set_value(const std::string& key, const Value& value,
+                                         const char* fn) {
   if (value.is_tensor())
     set_tensor(key, value.tensor(), fn);
   else
     set_dict(key, value.dict(), fn);
 }
 
-inline void TensorDict::update_at(const TensorDict& other, std::vector<std::string>& prefix) {
+TBATCH_INLINE void TensorDict::update_at(const TensorDict& other,
+                                         std::vector<std::string>& prefix) {
   for (const auto& [key, value] : other.entries_) {
     prefix.push_back(key);
     const NestedKey full(prefix);
@@ -203,15 +212,15 @@ inline void TensorDict::update_at(const TensorDict& other, std::vector<std::stri
   }
 }
 
-inline void TensorDict::set_locked(bool locked) {
+TBATCH_INLINE void TensorDict::set_locked(bool locked) {
   locked_ = locked;
   for (Item& item : entries_)
     if (item.second.is_dict()) item.second.dict().set_locked(locked);
 }
 
-inline void TensorDict::collect_keys(bool include_nested, bool leaves_only,
-                                     std::vector<std::string>& prefix,
-                                     std::vector<NestedKey>& out) const {
+TBATCH_INLINE void TensorDict::collect_keys(bool include_nested, bool leaves_only,
+                                            std::vector<std::string>& prefix,
+                                            std::vector<NestedKey>& out) const {
   for (const auto& [key, value] : entries_) {
     prefix.push_back(key);
     if (value.is_tensor() || !leaves_only) out.emplace_back(prefix);
@@ -221,8 +230,8 @@ inline void TensorDict::collect_keys(bool include_nested, bool leaves_only,
   }
 }
 
-inline TensorDict TensorDict::filtered(const std::vector<const std::vector<std::string>*>& paths,
-                                       std::size_t depth, bool keep) const {
+TBATCH_INLINE TensorDict TensorDict::filtered(
+    const std::vector<const std::vector<std::string>*>& paths, std::size_t depth, bool keep) const {
   TensorDict out;
   out.batch_size_ = batch_size_;
   out.names_ = names_;
@@ -249,14 +258,14 @@ inline TensorDict TensorDict::filtered(const std::vector<const std::vector<std::
 
 // ---- batch size and names helpers
 
-inline void TensorDict::checked_numel(const Shape& shape, const char* fn) {
+TBATCH_INLINE void TensorDict::checked_numel(const Shape& shape, const char* fn) {
   index_t n = 1;
   for (index_t s : shape)
     n = detail::checked_mul(n, s, fn);
 }
 
-inline index_t TensorDict::normalize_dim(index_t dim, index_t rank, const char* fn,
-                                         const char* argument) const {
+TBATCH_INLINE index_t TensorDict::normalize_dim(index_t dim, index_t rank, const char* fn,
+                                                const char* argument) const {
   if (dim >= -rank && dim < rank) return dim < 0 ? dim + rank : dim;
   if (rank == 0)
     detail::fail<IndexError>(fn, argument, " ", dim,
@@ -266,7 +275,7 @@ inline index_t TensorDict::normalize_dim(index_t dim, index_t rank, const char* 
                            rank - 1, " for batch_dims ", batch_dims(), ")");
 }
 
-inline void TensorDict::check_unique_names(const Names& names, const char* fn) {
+TBATCH_INLINE void TensorDict::check_unique_names(const Names& names, const char* fn) {
   for (std::size_t i = 0; i < names.size(); ++i)
     for (std::size_t j = i + 1; j < names.size(); ++j)
       if (names[i] && names[j] && *names[i] == *names[j])
@@ -274,8 +283,9 @@ inline void TensorDict::check_unique_names(const Names& names, const char* fn) {
                                  j, "; names must be unique");
 }
 
-inline TensorDict::Names TensorDict::checked_names(Names names, index_t batch_dims, const char* fn,
-                                                   bool empty_means_unnamed) {
+TBATCH_INLINE TensorDict::Names TensorDict::checked_names(Names names, index_t batch_dims,
+                                                          const char* fn,
+                                                          bool empty_means_unnamed) {
   if (names.empty() && empty_means_unnamed) return Names(static_cast<std::size_t>(batch_dims));
   if (static_cast<index_t>(names.size()) != batch_dims)
     detail::fail<ValueError>(fn, "got ", names.size(), " names ", detail::NamesText{names},
@@ -285,7 +295,7 @@ inline TensorDict::Names TensorDict::checked_names(Names names, index_t batch_di
   return names;
 }
 
-inline void TensorDict::propagate_names(const char* fn) {
+TBATCH_INLINE void TensorDict::propagate_names(const char* fn) {
   for (Item& item : entries_) {
     if (!item.second.is_dict()) continue;
     TensorDict& child = item.second.dict();
@@ -295,8 +305,8 @@ inline void TensorDict::propagate_names(const char* fn) {
   }
 }
 
-inline TensorDict::Names TensorDict::expand_name_pattern(std::initializer_list<DimName> pattern,
-                                                         const char* fn) const {
+TBATCH_INLINE TensorDict::Names TensorDict::expand_name_pattern(
+    std::initializer_list<DimName> pattern, const char* fn) const {
   const index_t bd = batch_dims();
   index_t ellipses = 0, named = 0;
   for (const DimName& p : pattern)
@@ -321,7 +331,7 @@ inline TensorDict::Names TensorDict::expand_name_pattern(std::initializer_list<D
   return out;
 }
 
-inline TensorDict TensorDict::renamed(Names names, const char* fn) const {
+TBATCH_INLINE TensorDict TensorDict::renamed(Names names, const char* fn) const {
   check_unique_names(names, fn);
   TensorDict out = *this;
   out.names_ = std::move(names);
@@ -329,7 +339,7 @@ inline TensorDict TensorDict::renamed(Names names, const char* fn) const {
   return out;
 }
 
-inline void TensorDict::fit_batch_size(std::optional<index_t> cap) {
+TBATCH_INLINE void TensorDict::fit_batch_size(std::optional<index_t> cap) {
   std::optional<Shape> common;
   for (Item& item : entries_) {
     if (item.second.is_dict()) item.second.dict().fit_batch_size(cap);
@@ -354,7 +364,7 @@ inline void TensorDict::fit_batch_size(std::optional<index_t> cap) {
 
 // ---- members declared with the class
 
-inline void TensorDict::set_batch_size(Shape batch_size) {
+TBATCH_INLINE void TensorDict::set_batch_size(Shape batch_size) {
   const char* fn = "TensorDict::set_batch_size";
   checked_numel(batch_size, fn);
   for (const auto& [key, value] : entries_) {
@@ -371,7 +381,7 @@ inline void TensorDict::set_batch_size(Shape batch_size) {
   propagate_names(fn);
 }
 
-inline TensorDict& TensorDict::auto_batch_size_(std::optional<index_t> batch_dims) {
+TBATCH_INLINE TensorDict& TensorDict::auto_batch_size_(std::optional<index_t> batch_dims) {
   if (batch_dims && *batch_dims < 0)
     detail::fail<ValueError>("TensorDict::auto_batch_size_", "batch_dims ", *batch_dims,
                              " must be >= 0");
@@ -379,7 +389,7 @@ inline TensorDict& TensorDict::auto_batch_size_(std::optional<index_t> batch_dim
   return *this;
 }
 
-inline void TensorDict::erase(const NestedKey& key) {
+TBATCH_INLINE void TensorDict::erase(const NestedKey& key) {
   const char* fn = "TensorDict::erase";
   lookup_or_throw(key, fn);
   TensorDict* holder = this;
@@ -392,7 +402,7 @@ inline void TensorDict::erase(const NestedKey& key) {
                                       [&](const Item& item) { return item.first == key.back(); }));
 }
 
-inline TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict) const {
+TBATCH_INLINE TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict) const {
   const char* fn = "TensorDict::select";
   std::vector<const std::vector<std::string>*> paths;
   for (const NestedKey& key : keys) {
@@ -405,7 +415,7 @@ inline TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool st
   return filtered(paths, 0, true);
 }
 
-inline TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const {
+TBATCH_INLINE TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const {
   std::vector<const std::vector<std::string>*> paths;
   for (const NestedKey& key : keys) {
     check_key(key, "TensorDict::exclude");
@@ -414,7 +424,7 @@ inline TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const 
   return filtered(paths, 0, false);
 }
 
-inline std::ostream& operator<<(std::ostream& out, const TensorDict& td) {
+TBATCH_INLINE std::ostream& operator<<(std::ostream& out, const TensorDict& td) {
   out << "TensorDict(fields={";
   bool first = true;
   for (const auto& [key, value] : td.entries_) {
@@ -433,18 +443,18 @@ inline std::ostream& operator<<(std::ostream& out, const TensorDict& td) {
 
 // ---- names
 
-inline void TensorDict::set_names(Names names) {
+TBATCH_INLINE void TensorDict::set_names(Names names) {
   const char* fn = "TensorDict::set_names";
   TensorDict staged = *this;
   staged.names_ = checked_names(std::move(names), batch_dims(), fn, false);
   staged.propagate_names(fn);
   *this = std::move(staged);
 }
-inline void TensorDict::clear_names() {
+TBATCH_INLINE void TensorDict::clear_names() {
   names_.assign(batch_size_.size(), std::nullopt);
   propagate_names("TensorDict::clear_names");
 }
-inline TensorDict TensorDict::refine_names(std::initializer_list<DimName> names) const {
+TBATCH_INLINE TensorDict TensorDict::refine_names(std::initializer_list<DimName> names) const {
   const char* fn = "TensorDict::refine_names";
   const Names wanted = expand_name_pattern(names, fn);
   Names refined = names_;
@@ -457,11 +467,11 @@ inline TensorDict TensorDict::refine_names(std::initializer_list<DimName> names)
   }
   return renamed(std::move(refined), fn);
 }
-inline TensorDict TensorDict::rename(std::initializer_list<DimName> names) const {
+TBATCH_INLINE TensorDict TensorDict::rename(std::initializer_list<DimName> names) const {
   const char* fn = "TensorDict::rename";
   return renamed(expand_name_pattern(names, fn), fn);
 }
-inline TensorDict TensorDict::rename(
+TBATCH_INLINE TensorDict TensorDict::rename(
     const std::vector<std::pair<std::string, std::optional<std::string>>>& mapping) const {
   const char* fn = "TensorDict::rename";
   Names out = names_;
@@ -477,19 +487,103 @@ inline TensorDict TensorDict::rename(
 
 // ---- all() and any(), which reduce an element-wise comparison
 
-inline bool TensorDict::all() const {
+TBATCH_INLINE bool TensorDict::all() const {
   bool result = true;
   auto op = [&](const AnyTensor& t, const detail::KeyPath&) { result = result && t.all_nonzero(); };
   detail::KeyPath path;
   for_each_leaf(op, path);
   return result;
 }
-inline bool TensorDict::any() const {
+TBATCH_INLINE bool TensorDict::any() const {
   bool result = false;
   auto op = [&](const AnyTensor& t, const detail::KeyPath&) { result = result || t.any_nonzero(); };
   detail::KeyPath path;
   for_each_leaf(op, path);
   return result;
 }
+
+// ---- members defined in the class's declaration
+
+TBATCH_INLINE TensorDict::TensorDict(Shape batch_size, Names names)
+    : batch_size_(std::move(batch_size)) {
+  checked_numel(batch_size_, "TensorDict");
+  names_ = checked_names(std::move(names), batch_dims(), "TensorDict", true);
+}
+
+TBATCH_INLINE TensorDict::TensorDict(std::initializer_list<Item> items, Shape batch_size,
+                                     Names names)
+    : TensorDict(std::move(batch_size), std::move(names)) {
+  for (const Item& item : items) {
+    if (find(item.first))
+      detail::fail<KeyError>("TensorDict", "key '", item.first, "' is given more than once");
+    set_value(item.first, item.second, "TensorDict");
+  }
+}
+
+TBATCH_INLINE void TensorDict::set(const NestedKey& key, std::initializer_list<Item> items) {
+  const char* fn = "TensorDict::set";
+  const TensorDict& holder = check_set_path(key, fn);
+  TensorDict value;
+  value.batch_size_ = holder.batch_size_;
+  value.names_ = holder.names_;
+  for (const Item& item : items) {
+    if (value.find(item.first))
+      detail::fail<KeyError>(fn, "key '", item.first, "' is given more than once");
+    value.set_value(item.first, item.second, fn);
+  }
+  set_dict(key, std::move(value), fn);
+}
+
+TBATCH_INLINE TensorDict TensorDict::get_dict(const NestedKey& key) const {
+  const char* fn = "TensorDict::get_dict";
+  const Value& value = lookup_or_throw(key, fn);
+  if (!value.is_dict())
+    detail::fail<TypeError>(fn, "entry ", key, " is a tensor, not a nested TensorDict; use get");
+  return value.dict();
+}
+
+TBATCH_INLINE bool TensorDict::contains(const NestedKey& key) const {
+  check_key(key, "TensorDict::contains");
+  return lookup(key) != nullptr;
+}
+
+TBATCH_INLINE std::vector<std::string> TensorDict::keys() const {
+  std::vector<std::string> out;
+  out.reserve(entries_.size());
+  for (const auto& item : entries_)
+    out.push_back(item.first);
+  return out;
+}
+
+TBATCH_INLINE std::vector<NestedKey> TensorDict::keys(bool include_nested, bool leaves_only) const {
+  std::vector<NestedKey> out;
+  std::vector<std::string> prefix;
+  collect_keys(include_nested, leaves_only, prefix, out);
+  return out;
+}
+
+TBATCH_INLINE TensorDict& TensorDict::update(const TensorDict& other) {
+  TensorDict staged = *this;
+  std::vector<std::string> prefix;
+  staged.update_at(other, prefix);
+  *this = std::move(staged);
+  return *this;
+}
+
+TBATCH_INLINE bool TensorDict::is_empty() const {
+  for (const auto& item : entries_)
+    if (item.second.is_tensor() || !item.second.dict().is_empty()) return false;
+  return true;
+}
+
+TBATCH_INLINE TensorDict::Iterator TensorDict::begin() const {
+  if (batch_dims() == 0)
+    detail::fail<TypeError>("TensorDict::begin",
+                            "iteration over a TensorDict with batch_dims==0 is not permitted; "
+                            "iterate over keys() instead");
+  return Iterator(this, 0);
+}
+
+#endif  // TBATCH_DEFINITIONS
 
 }  // namespace tbatch

@@ -11,76 +11,23 @@
 #include <variant>
 #include <vector>
 
+#include "tbatch/base/config.hpp"
 #include "tbatch/base/errors.hpp"
-#include "tbatch/base/shape.hpp"
 #include "tbatch/dict/keys.hpp"
 #include "tbatch/dict/tensor_dict_class.hpp"
-#include "tbatch/dict/tensor_dict_shape_ops.hpp"
 #include "tbatch/tensor/any_tensor.hpp"
-#include "tbatch/tensor/format.hpp"
 #include "tbatch/tensor/indexing.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/index_types.hpp"
 #include "tbatch/view/layout.hpp"
 
+#if TBATCH_DEFINITIONS
+#include "tbatch/base/shape.hpp"
+#include "tbatch/dict/tensor_dict_shape_ops.hpp"
+#include "tbatch/tensor/format.hpp"
+#endif
+
 namespace tbatch {
-
-// ---------------------------------------------------------------- indexing
-
-inline TensorDict TensorDict::index(std::initializer_list<TensorIndex> indices) const {
-  const char* fn = "TensorDict::index";
-  require_batch_dims(indices, fn);
-  const index_t indexable = batch_dims();
-  // The new batch size and names follow from any plan of these indices over the batch dims:
-  // the first top-level tensor's (whose indexed shape ends with its feature dims), else the
-  // batch shape's own.
-  const AnyTensor* probe = nullptr;
-  for (const Item& item : entries_)
-    if (item.second.is_tensor()) {
-      probe = &item.second.tensor();
-      break;
-    }
-  detail::IndexPlan plan = detail::plan_index(
-      probe ? probe->layout() : layout::contiguous(batch_size_), indices, indexable, fn);
-  const Shape shape = detail::indexed_shape(plan);
-  const Shape batch(shape.begin(), shape.end() - (probe ? probe->dim() - indexable : 0));
-  // The probe's own entry reuses its plan (the names below are computed before any entry).
-  auto op = [&](const AnyTensor& t, const detail::KeyPath&) {
-    if (&t == probe) return t.index_planned(std::move(plan));
-    return t.index_planned(detail::plan_index(t.layout(), indices, indexable, fn));
-  };
-  detail::KeyPath path;
-  return map_tensors(batch, names_after_index(indices, plan, batch.size()), indexable, op, path);
-}
-
-inline void TensorDict::index_put(std::initializer_list<TensorIndex> indices,
-                                  const TensorDict& value) {
-  const char* fn = "TensorDict::index_put";
-  require_batch_dims(indices, fn);
-  const index_t indexable = batch_dims();
-  const Shape target = detail::indexed_shape(
-      detail::plan_index(layout::contiguous(batch_size_), indices, indexable, fn));
-  if (!(value.batch_size_ == target))
-    detail::fail<ShapeError>(fn, "the value has batch_size ", value.batch_size_,
-                             " but the indexed batch_size is ", target,
-                             "; expected a TensorDict of the indexed batch size");
-  TensorDict staged;
-  TensorDict* destination = this;
-  if (entries_.empty() && !value.entries_.empty()) {
-    if (locked_)
-      detail::fail<KeyError>(fn, "cannot create the keys ", detail::KeysText{value.keys()},
-                             " in a locked TensorDict; call unlock_() first");
-    staged = *this;
-    staged.preallocate_like(value, static_cast<index_t>(target.size()), staged.batch_size_,
-                            staged.names_);
-    destination = &staged;
-  }
-  std::vector<PendingWrite> writes;
-  detail::KeyPath path;
-  destination->plan_writes(value, indices, indexable, fn, writes, path);
-  run_writes(writes, fn);
-  if (destination == &staged) *this = std::move(staged);
-}
 
 template <Element T>
 void TensorDict::index_put(std::initializer_list<TensorIndex> indices, const Tensor<T>& value) {
@@ -109,10 +56,69 @@ void TensorDict::index_put(std::initializer_list<TensorIndex> indices, const Ten
   run_writes(writes, fn);
 }
 
+#if TBATCH_DEFINITIONS
+
+// ---------------------------------------------------------------- indexing
+
+TBATCH_INLINE TensorDict TensorDict::index(std::initializer_list<TensorIndex> indices) const {
+  const char* fn = "TensorDict::index";
+  require_batch_dims(indices, fn);
+  const index_t indexable = batch_dims();
+  // The new batch size and names follow from any plan of these indices over the batch dims:
+  // the first top-level tensor's (whose indexed shape ends with its feature dims), else the
+  // batch shape's own.
+  const AnyTensor* probe = nullptr;
+  for (const Item& item : entries_)
+    if (item.second.is_tensor()) {
+      probe = &item.second.tensor();
+      break;
+    }
+  detail::IndexPlan plan = detail::plan_index(
+      probe ? probe->layout() : layout::contiguous(batch_size_), indices, indexable, fn);
+  const Shape shape = detail::indexed_shape(plan);
+  const Shape batch(shape.begin(), shape.end() - (probe ? probe->dim() - indexable : 0));
+  // The probe's own entry reuses its plan (the names below are computed before any entry).
+  auto op = [&](const AnyTensor& t, const detail::KeyPath&) {
+    if (&t == probe) return t.index_planned(std::move(plan));
+    return t.index_planned(detail::plan_index(t.layout(), indices, indexable, fn));
+  };
+  detail::KeyPath path;
+  return map_tensors(batch, names_after_index(indices, plan, batch.size()), indexable, op, path);
+}
+
+TBATCH_INLINE void TensorDict::index_put(std::initializer_list<TensorIndex> indices,
+                                         const TensorDict& value) {
+  const char* fn = "TensorDict::index_put";
+  require_batch_dims(indices, fn);
+  const index_t indexable = batch_dims();
+  const Shape target = detail::indexed_shape(
+      detail::plan_index(layout::contiguous(batch_size_), indices, indexable, fn));
+  if (!(value.batch_size_ == target))
+    detail::fail<ShapeError>(fn, "the value has batch_size ", value.batch_size_,
+                             " but the indexed batch_size is ", target,
+                             "; expected a TensorDict of the indexed batch size");
+  TensorDict staged;
+  TensorDict* destination = this;
+  if (entries_.empty() && !value.entries_.empty()) {
+    if (locked_)
+      detail::fail<KeyError>(fn, "cannot create the keys ", detail::KeysText{value.keys()},
+                             " in a locked TensorDict; call unlock_() first");
+    staged = *this;
+    staged.preallocate_like(value, static_cast<index_t>(target.size()), staged.batch_size_,
+                            staged.names_);
+    destination = &staged;
+  }
+  std::vector<PendingWrite> writes;
+  detail::KeyPath path;
+  destination->plan_writes(value, indices, indexable, fn, writes, path);
+  run_writes(writes, fn);
+  if (destination == &staged) *this = std::move(staged);
+}
+
 // ---- indexing helpers
 
-inline void TensorDict::require_batch_dims(std::initializer_list<TensorIndex> indices,
-                                           const char* fn) const {
+TBATCH_INLINE void TensorDict::require_batch_dims(std::initializer_list<TensorIndex> indices,
+                                                  const char* fn) const {
   if (batch_dims() == 0)
     detail::fail<IndexError>(fn,
                              "indexing a tensordict with batch_dims==0 is not permitted. "
@@ -127,9 +133,9 @@ inline void TensorDict::require_batch_dims(std::initializer_list<TensorIndex> in
   }
 }
 
-inline TensorDict::Names TensorDict::names_after_index(std::initializer_list<TensorIndex> indices,
-                                                       const detail::IndexPlan& plan,
-                                                       std::size_t rank) const {
+TBATCH_INLINE TensorDict::Names TensorDict::names_after_index(
+    std::initializer_list<TensorIndex> indices, const detail::IndexPlan& plan,
+    std::size_t rank) const {
   if (!has_names()) return Names(rank);
   const index_t bd = batch_dims();
   index_t consumed = 0;
@@ -179,7 +185,7 @@ inline TensorDict::Names TensorDict::names_after_index(std::initializer_list<Ten
   return out;
 }
 
-inline void TensorDict::run_writes(std::vector<PendingWrite>& writes, const char* fn) {
+TBATCH_INLINE void TensorDict::run_writes(std::vector<PendingWrite>& writes, const char* fn) {
   // A value read after an earlier write into its buffer is copied first, so every value is
   // read as it was before the call (view/aliasing.hpp; a write's own value is staged by the
   // engine).
@@ -193,8 +199,8 @@ inline void TensorDict::run_writes(std::vector<PendingWrite>& writes, const char
     w.target.index_put_planned(w.plan, w.value, fn);
 }
 
-inline void TensorDict::check_writable(const Layout& target, const detail::KeyPath& path,
-                                       const char* fn) {
+TBATCH_INLINE void TensorDict::check_writable(const Layout& target, const detail::KeyPath& path,
+                                              const char* fn) {
   if (detail::repeats_elements(target))
     detail::fail<ValueError>(fn, "entry ", path, " has shape ", target.shape, " and strides ",
                              detail::listed(target.strides),
@@ -202,15 +208,15 @@ inline void TensorDict::check_writable(const Layout& target, const detail::KeyPa
                              "view); writing into it is not permitted; clone() it first");
 }
 
-inline void TensorDict::check_broadcast(const Shape& value, const Shape& target,
-                                        const detail::KeyPath& path, const char* fn) {
+TBATCH_INLINE void TensorDict::check_broadcast(const Shape& value, const Shape& target,
+                                               const detail::KeyPath& path, const char* fn) {
   if (!layout::broadcasts_to(value, target))
     detail::fail<ShapeError>(fn, "the value of shape ", value, " for entry ", path,
                              " cannot be broadcast to its indexed shape ", target);
 }
 
-inline void TensorDict::preallocate_like(const TensorDict& value, index_t indexed_dims,
-                                         const Shape& outer, const Names& outer_names) {
+TBATCH_INLINE void TensorDict::preallocate_like(const TensorDict& value, index_t indexed_dims,
+                                                const Shape& outer, const Names& outer_names) {
   for (const auto& [key, v] : value.entries_) {
     if (v.is_tensor()) {
       entries_.emplace_back(
@@ -229,10 +235,11 @@ inline void TensorDict::preallocate_like(const TensorDict& value, index_t indexe
   }
 }
 
-inline void TensorDict::plan_writes(const TensorDict& value,
-                                    std::initializer_list<TensorIndex> indices, index_t indexable,
-                                    const char* fn, std::vector<PendingWrite>& writes,
-                                    detail::KeyPath& path) {
+TBATCH_INLINE void TensorDict::plan_writes(const TensorDict& value,
+                                           std::initializer_list<TensorIndex> indices,
+                                           index_t indexable, const char* fn,
+                                           std::vector<PendingWrite>& writes,
+                                           detail::KeyPath& path) {
   for (const auto& [key, v] : value.entries_) {
     path.push(key);
     Value* mine = find(key);
@@ -259,5 +266,7 @@ inline void TensorDict::plan_writes(const TensorDict& value,
     path.pop();
   }
 }
+
+#endif  // TBATCH_DEFINITIONS
 
 }  // namespace tbatch

@@ -10,22 +10,28 @@
 #include <utility>
 #include <vector>
 
+#include "tbatch/base/config.hpp"
+#include "tbatch/dict/tensor_dict_class.hpp"
+
+#if TBATCH_DEFINITIONS
 #include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/shape.hpp"
 #include "tbatch/dict/keys.hpp"
-#include "tbatch/dict/tensor_dict_class.hpp"
 #include "tbatch/dict/tensor_dict_entries.hpp"
 #include "tbatch/tensor/any_tensor.hpp"
 #include "tbatch/tensor/indexing.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/layout.hpp"
+#endif
 
 namespace tbatch {
 
+#if TBATCH_DEFINITIONS
+
 // ---------------------------------------------------------------- shape ops over batch dims
 
-inline TensorDict TensorDict::reshape(const std::vector<index_t>& sizes) const {
+TBATCH_INLINE TensorDict TensorDict::reshape(const std::vector<index_t>& sizes) const {
   const char* fn = "TensorDict::reshape";
   const Shape batch = layout::infer_size(sizes, numel(), fn);
   const index_t bd = batch_dims();
@@ -36,7 +42,7 @@ inline TensorDict TensorDict::reshape(const std::vector<index_t>& sizes) const {
   return map_tensors(batch, Names(batch.size()), bd, op, path);
 }
 
-inline TensorDict TensorDict::view(const std::vector<index_t>& sizes) const {
+TBATCH_INLINE TensorDict TensorDict::view(const std::vector<index_t>& sizes) const {
   const char* fn = "TensorDict::view";
   const Shape batch = layout::infer_size(sizes, numel(), fn);
   const index_t bd = batch_dims();
@@ -51,7 +57,7 @@ inline TensorDict TensorDict::view(const std::vector<index_t>& sizes) const {
   return map_tensors(batch, Names(batch.size()), bd, op, path);
 }
 
-inline TensorDict TensorDict::permute(const std::vector<index_t>& dims) const {
+TBATCH_INLINE TensorDict TensorDict::permute(const std::vector<index_t>& dims) const {
   const char* fn = "TensorDict::permute";
   const index_t bd = batch_dims();
   if (static_cast<index_t>(dims.size()) != bd)
@@ -82,7 +88,7 @@ inline TensorDict TensorDict::permute(const std::vector<index_t>& dims) const {
   return map_tensors(std::move(batch), std::move(names), bd, op, path);
 }
 
-inline TensorDict TensorDict::transpose(index_t a, index_t b) const {
+TBATCH_INLINE TensorDict TensorDict::transpose(index_t a, index_t b) const {
   const char* fn = "TensorDict::transpose";
   const index_t bd = batch_dims();
   const index_t da = normalize_dim(a, bd, fn), db = normalize_dim(b, bd, fn);
@@ -98,7 +104,7 @@ inline TensorDict TensorDict::transpose(index_t a, index_t b) const {
   return map_tensors(std::move(batch), std::move(names), bd, op, path);
 }
 
-inline TensorDict TensorDict::unsqueeze(index_t dim) const {
+TBATCH_INLINE TensorDict TensorDict::unsqueeze(index_t dim) const {
   const char* fn = "TensorDict::unsqueeze";
   const index_t bd = batch_dims();
   const index_t d = normalize_dim(dim, bd + 1, fn);
@@ -113,7 +119,7 @@ inline TensorDict TensorDict::unsqueeze(index_t dim) const {
   return map_tensors(std::move(batch), std::move(names), bd, op, path);
 }
 
-inline TensorDict TensorDict::squeeze() const {
+TBATCH_INLINE TensorDict TensorDict::squeeze() const {
   const index_t bd = batch_dims();
   std::vector<index_t> removed;
   Shape batch;
@@ -136,7 +142,7 @@ inline TensorDict TensorDict::squeeze() const {
   return map_tensors(std::move(batch), std::move(names), bd, op, path);
 }
 
-inline TensorDict TensorDict::squeeze(index_t dim) const {
+TBATCH_INLINE TensorDict TensorDict::squeeze(index_t dim) const {
   const char* fn = "TensorDict::squeeze";
   const index_t bd = batch_dims();
   const index_t d = normalize_dim(dim, bd, fn);
@@ -154,7 +160,7 @@ inline TensorDict TensorDict::squeeze(index_t dim) const {
   return map_tensors(std::move(batch), std::move(names), bd, op, path);
 }
 
-inline TensorDict TensorDict::flatten(index_t start, index_t end) const {
+TBATCH_INLINE TensorDict TensorDict::flatten(index_t start, index_t end) const {
   const char* fn = "TensorDict::flatten";
   const index_t bd = batch_dims();
   const index_t s = normalize_dim(start, bd, fn, "start dim");
@@ -184,7 +190,8 @@ inline TensorDict TensorDict::flatten(index_t start, index_t end) const {
   return map_tensors(batch, std::move(names), bd, op, path);
 }
 
-inline TensorDict TensorDict::unflatten(index_t dim, const std::vector<index_t>& sizes) const {
+TBATCH_INLINE TensorDict TensorDict::unflatten(index_t dim,
+                                               const std::vector<index_t>& sizes) const {
   const char* fn = "TensorDict::unflatten";
   const index_t bd = batch_dims();
   const index_t d = normalize_dim(dim, bd, fn);
@@ -213,7 +220,7 @@ inline TensorDict TensorDict::unflatten(index_t dim, const std::vector<index_t>&
   return map_tensors(std::move(batch), std::move(names), bd, op, path);
 }
 
-inline std::vector<TensorDict> TensorDict::unbind(index_t dim) const {
+TBATCH_INLINE std::vector<TensorDict> TensorDict::unbind(index_t dim) const {
   const char* fn = "TensorDict::unbind";
   const index_t bd = batch_dims();
   const index_t d = normalize_dim(dim, bd, fn);
@@ -230,7 +237,7 @@ inline std::vector<TensorDict> TensorDict::unbind(index_t dim) const {
                           op, path);
 }
 
-inline std::vector<TensorDict> TensorDict::split(index_t size, index_t dim) const {
+TBATCH_INLINE std::vector<TensorDict> TensorDict::split(index_t size, index_t dim) const {
   const char* fn = "TensorDict::split";
   const index_t d = normalize_dim(dim, batch_dims(), fn);
   if (size <= 0 && !(size == 0 && batch_size_[d] == 0))
@@ -239,8 +246,8 @@ inline std::vector<TensorDict> TensorDict::split(index_t size, index_t dim) cons
                 [&](const Layout& l) { return layout::split(l, size, d); });
 }
 
-inline std::vector<TensorDict> TensorDict::split(const std::vector<index_t>& sizes,
-                                                 index_t dim) const {
+TBATCH_INLINE std::vector<TensorDict> TensorDict::split(const std::vector<index_t>& sizes,
+                                                        index_t dim) const {
   const char* fn = "TensorDict::split";
   const index_t d = normalize_dim(dim, batch_dims(), fn);
   index_t total = 0;
@@ -256,7 +263,7 @@ inline std::vector<TensorDict> TensorDict::split(const std::vector<index_t>& siz
                 [&](const Layout& l) { return layout::split(l, sizes, d); });
 }
 
-inline std::vector<TensorDict> TensorDict::chunk(index_t chunks, index_t dim) const {
+TBATCH_INLINE std::vector<TensorDict> TensorDict::chunk(index_t chunks, index_t dim) const {
   const char* fn = "TensorDict::chunk";
   const index_t d = normalize_dim(dim, batch_dims(), fn);
   if (chunks <= 0) detail::fail<ValueError>(fn, "chunks ", chunks, " must be positive");
@@ -264,7 +271,7 @@ inline std::vector<TensorDict> TensorDict::chunk(index_t chunks, index_t dim) co
                 [&](const Layout& l) { return layout::chunk(l, chunks, d); });
 }
 
-inline TensorDict TensorDict::expand(const std::vector<index_t>& sizes) const {
+TBATCH_INLINE TensorDict TensorDict::expand(const std::vector<index_t>& sizes) const {
   const char* fn = "TensorDict::expand";
   const index_t bd = batch_dims();
   const index_t n = static_cast<index_t>(sizes.size());
@@ -301,7 +308,7 @@ inline TensorDict TensorDict::expand(const std::vector<index_t>& sizes) const {
   return map_tensors(batch, std::move(names), bd, op, path);
 }
 
-inline TensorDict TensorDict::repeat(const std::vector<index_t>& repeats) const {
+TBATCH_INLINE TensorDict TensorDict::repeat(const std::vector<index_t>& repeats) const {
   const char* fn = "TensorDict::repeat";
   const index_t bd = batch_dims();
   const index_t n = static_cast<index_t>(repeats.size());
@@ -339,7 +346,8 @@ inline TensorDict TensorDict::repeat(const std::vector<index_t>& repeats) const 
   return map_tensors(batch, std::move(names), bd, op, path);
 }
 
-inline TensorDict TensorDict::repeat_interleave(index_t repeats, std::optional<index_t> dim) const {
+TBATCH_INLINE TensorDict TensorDict::repeat_interleave(index_t repeats,
+                                                       std::optional<index_t> dim) const {
   const char* fn = "TensorDict::repeat_interleave";
   if (repeats < 0) detail::fail<ValueError>(fn, "repeats ", repeats, " must be >= 0");
   if (!dim) return reshape({numel()}).repeat_interleave(repeats, 0);
@@ -352,8 +360,8 @@ inline TensorDict TensorDict::repeat_interleave(index_t repeats, std::optional<i
   return gathered_along(d, positions, fn);
 }
 
-inline TensorDict TensorDict::repeat_interleave(const Tensor<index_t>& repeats,
-                                                std::optional<index_t> dim) const {
+TBATCH_INLINE TensorDict TensorDict::repeat_interleave(const Tensor<index_t>& repeats,
+                                                       std::optional<index_t> dim) const {
   const char* fn = "TensorDict::repeat_interleave";
   if (!dim) return reshape({numel()}).repeat_interleave(repeats, 0);
   const index_t d = normalize_dim(*dim, batch_dims(), fn);
@@ -378,13 +386,13 @@ inline TensorDict TensorDict::repeat_interleave(const Tensor<index_t>& repeats,
   return gathered_along(d, positions, fn);
 }
 
-inline TensorDict TensorDict::clone() const {
+TBATCH_INLINE TensorDict TensorDict::clone() const {
   auto op = [](const AnyTensor& t, const detail::KeyPath&) { return t.clone(); };
   detail::KeyPath path;
   return map_tensors(batch_size_, names_, batch_dims(), op, path);
 }
 
-inline TensorDict TensorDict::contiguous() const {
+TBATCH_INLINE TensorDict TensorDict::contiguous() const {
   auto op = [](const AnyTensor& t, const detail::KeyPath&) { return t.contiguous(); };
   detail::KeyPath path;
   return map_tensors(batch_size_, names_, batch_dims(), op, path);
@@ -392,8 +400,8 @@ inline TensorDict TensorDict::contiguous() const {
 
 // ---- the per-entry walk behind every shape op and index
 
-inline std::vector<index_t> TensorDict::with_features(const Shape& batch, const Shape& shape,
-                                                      index_t prefix) {
+TBATCH_INLINE std::vector<index_t> TensorDict::with_features(const Shape& batch, const Shape& shape,
+                                                             index_t prefix) {
   std::vector<index_t> sizes(batch.begin(), batch.end());
   sizes.insert(sizes.end(), shape.begin() + prefix, shape.end());
   return sizes;
@@ -454,8 +462,8 @@ std::vector<TensorDict> TensorDict::map_tensors_many(const std::vector<Shape>& b
   return outs;
 }
 
-inline std::vector<AnyTensor> TensorDict::rebind_all(const AnyTensor& t,
-                                                     std::vector<Layout> layouts) {
+TBATCH_INLINE std::vector<AnyTensor> TensorDict::rebind_all(const AnyTensor& t,
+                                                            std::vector<Layout> layouts) {
   std::vector<AnyTensor> out;
   out.reserve(layouts.size());
   for (Layout& l : layouts)
@@ -476,8 +484,8 @@ std::vector<TensorDict> TensorDict::pieces(const std::vector<Layout>& batch_piec
   return map_tensors_many(std::move(batches), std::move(names), batch_dims(), fn, path);
 }
 
-inline TensorDict TensorDict::gathered_along(index_t d, const Tensor<index_t>& positions,
-                                             const char* fn) const {
+TBATCH_INLINE TensorDict TensorDict::gathered_along(index_t d, const Tensor<index_t>& positions,
+                                                    const char* fn) const {
   Shape batch = batch_size_;
   batch.set(d, positions.numel());
   auto op = [&](const AnyTensor& t, const detail::KeyPath&) {
@@ -490,5 +498,7 @@ inline TensorDict TensorDict::gathered_along(index_t d, const Tensor<index_t>& p
   detail::KeyPath path;
   return map_tensors(std::move(batch), names_, batch_dims(), op, path);
 }
+
+#endif  // TBATCH_DEFINITIONS
 
 }  // namespace tbatch

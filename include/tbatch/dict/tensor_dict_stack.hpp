@@ -7,23 +7,29 @@
 #include <utility>
 #include <vector>
 
+#include "tbatch/base/config.hpp"
+#include "tbatch/dict/tensor_dict_class.hpp"
+
+#if TBATCH_DEFINITIONS
 #include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/shape.hpp"
 #include "tbatch/base/small_vector.hpp"
 #include "tbatch/dict/keys.hpp"
-#include "tbatch/dict/tensor_dict_class.hpp"
 #include "tbatch/dict/tensor_dict_indexing.hpp"
 #include "tbatch/tensor/any_tensor.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/layout.hpp"
+#endif
 
 namespace tbatch {
 
+#if TBATCH_DEFINITIONS
+
 // ---------------------------------------------------------------- stack and cat
 
-inline TensorDict TensorDict::stack(const std::vector<TensorDict>& tds, index_t dim) {
+TBATCH_INLINE TensorDict TensorDict::stack(const std::vector<TensorDict>& tds, index_t dim) {
   const char* fn = "TensorDict::stack";
   if (tds.empty()) detail::fail<ValueError>(fn, "expected a non-empty list of TensorDicts");
   for (std::size_t i = 1; i < tds.size(); ++i)
@@ -39,7 +45,7 @@ inline TensorDict TensorDict::stack(const std::vector<TensorDict>& tds, index_t 
   return joined(parts, d, true, fn, path);
 }
 
-inline TensorDict TensorDict::cat(const std::vector<TensorDict>& tds, index_t dim) {
+TBATCH_INLINE TensorDict TensorDict::cat(const std::vector<TensorDict>& tds, index_t dim) {
   const char* fn = "TensorDict::cat";
   if (tds.empty()) detail::fail<ValueError>(fn, "expected a non-empty list of TensorDicts");
   const index_t d = tds[0].normalize_dim(dim, tds[0].batch_dims(), fn);
@@ -59,22 +65,23 @@ inline TensorDict TensorDict::cat(const std::vector<TensorDict>& tds, index_t di
 
 // ---- stack, cat and comparison
 
-inline bool TensorDict::same_except(const Shape& a, const Shape& b, index_t d) {
+TBATCH_INLINE bool TensorDict::same_except(const Shape& a, const Shape& b, index_t d) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (static_cast<index_t>(i) != d && a[i] != b[i]) return false;
   return true;
 }
 
-inline const TensorDict::Value* TensorDict::entry_of(const TensorDict& part, std::size_t position,
-                                                     const std::string& key) {
+TBATCH_INLINE const TensorDict::Value* TensorDict::entry_of(const TensorDict& part,
+                                                            std::size_t position,
+                                                            const std::string& key) {
   if (position < part.entries_.size() && part.entries_[position].first == key)
     return &part.entries_[position].second;
   return part.find(key);
 }
 
-inline TensorDict::Names TensorDict::unified_names(const std::vector<const TensorDict*>& parts,
-                                                   const char* fn, const detail::KeyPath& path) {
+TBATCH_INLINE TensorDict::Names TensorDict::unified_names(
+    const std::vector<const TensorDict*>& parts, const char* fn, const detail::KeyPath& path) {
   Names out = parts[0]->names_;
   for (std::size_t i = 1; i < parts.size(); ++i)
     for (std::size_t d = 0; d < out.size(); ++d) {
@@ -89,8 +96,8 @@ inline TensorDict::Names TensorDict::unified_names(const std::vector<const Tenso
   return out;
 }
 
-inline void TensorDict::check_same_keys(const std::vector<const TensorDict*>& parts, const char* fn,
-                                        const detail::KeyPath& path) {
+TBATCH_INLINE void TensorDict::check_same_keys(const std::vector<const TensorDict*>& parts,
+                                               const char* fn, const detail::KeyPath& path) {
   const TensorDict& first = *parts[0];
   for (std::size_t i = 1; i < parts.size(); ++i) {
     bool same = parts[i]->entries_.size() == first.entries_.size();
@@ -104,8 +111,8 @@ inline void TensorDict::check_same_keys(const std::vector<const TensorDict*>& pa
   }
 }
 
-inline TensorDict TensorDict::joined(const std::vector<const TensorDict*>& parts, index_t d,
-                                     bool stacking, const char* fn, detail::KeyPath& path) {
+TBATCH_INLINE TensorDict TensorDict::joined(const std::vector<const TensorDict*>& parts, index_t d,
+                                            bool stacking, const char* fn, detail::KeyPath& path) {
   const TensorDict& first = *parts[0];
   check_same_keys(parts, fn, path);
   TensorDict out;
@@ -192,8 +199,8 @@ inline TensorDict TensorDict::joined(const std::vector<const TensorDict*>& parts
   return out;
 }
 
-inline TensorDict TensorDict::compared(const TensorDict& a, const TensorDict& b, bool negate,
-                                       const char* fn, detail::KeyPath& path) {
+TBATCH_INLINE TensorDict TensorDict::compared(const TensorDict& a, const TensorDict& b, bool negate,
+                                              const char* fn, detail::KeyPath& path) {
   if (!(a.batch_size_ == b.batch_size_))
     detail::fail<ShapeError>(fn, "batch sizes ", a.batch_size_, " and ", b.batch_size_, " differ",
                              detail::Where{path, "for the nested TensorDict"});
@@ -235,5 +242,7 @@ inline TensorDict TensorDict::compared(const TensorDict& a, const TensorDict& b,
   }
   return out;
 }
+
+#endif  // TBATCH_DEFINITIONS
 
 }  // namespace tbatch

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <ostream>
@@ -15,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "tbatch/base/config.hpp"
 #include "tbatch/base/dtype.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/shape.hpp"
@@ -23,28 +23,11 @@
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/layout.hpp"
 
+#if TBATCH_DEFINITIONS
+#include <cstring>
+#endif
+
 namespace tbatch {
-
-namespace detail {
-
-/// Equality and non-zero tests on an element read as a floating type or as a word (see
-/// AnyTensor::visit_compared).
-template <class E>
-bool elements_equal(const E& x, const E& y) {
-  if constexpr (is_word_v<E>)
-    return x.bits == y.bits;
-  else
-    return widen(x) == widen(y);
-}
-template <class E>
-bool is_nonzero(const E& x) {
-  if constexpr (is_word_v<E>)
-    return x.bits != 0;
-  else
-    return widen(x) != 0;
-}
-
-}  // namespace detail
 
 /// A tensor whose element type is known only at run time: a buffer, a layout and a DType tag.
 /// Copies share the buffer, as Tensor copies do. Operations that only move elements (views,
@@ -64,29 +47,15 @@ class AnyTensor {
         dtype_(dtype_of<T>) {}
 
   /// An uninitialised contiguous tensor of `dtype` (for outputs written next).
-  static AnyTensor empty(DType dtype, Shape shape) {
-    const index_t n = shape.numel();
-    return AnyTensor(Storage::allocate(n, dtype_size(dtype, "AnyTensor::empty")),
-                     layout::contiguous(std::move(shape)), dtype);
-  }
+  static TBATCH_INLINE AnyTensor empty(DType dtype, Shape shape);
   /// The elements of `dtype` that layout `l` addresses in `storage` (shared, not copied).
   /// ValueError naming `function` when the layout reaches outside the storage or its elements
   /// are not aligned to their size.
-  static AnyTensor from_storage(std::shared_ptr<Storage> storage, Layout l, DType dtype,
-                                const char* function = "AnyTensor::from_storage") {
-    const index_t size = dtype_size(dtype, function);
-    if (reinterpret_cast<std::uintptr_t>(storage->data()) % std::uintptr_t(size) != 0)
-      detail::fail<ValueError>(function, "the buffer is not aligned to its ", size,
-                               "-byte elements of dtype ", dtype);
-    layout::check_inside(l, storage->bytes() / size, function);
-    return AnyTensor(std::move(storage), std::move(l), dtype);
-  }
+  static TBATCH_INLINE AnyTensor from_storage(std::shared_ptr<Storage> storage, Layout l,
+                                              DType dtype,
+                                              const char* function = "AnyTensor::from_storage");
   /// A zero-filled tensor of `dtype`.
-  static AnyTensor zeros(DType dtype, Shape shape) {
-    const index_t n = shape.numel();
-    return AnyTensor(Storage::allocate_zeroed(n, dtype_size(dtype, "AnyTensor::zeros")),
-                     layout::contiguous(std::move(shape)), dtype);
-  }
+  static TBATCH_INLINE AnyTensor zeros(DType dtype, Shape shape);
 
   DType dtype() const { return dtype_; }
   /// The address of the first element (a contiguous tensor's elements follow it).
@@ -138,82 +107,27 @@ class AnyTensor {
   /// The same buffer seen through `l` (shape, strides, offset in elements). ValueError when `l`
   /// addresses an element outside the buffer, ShapeError when its strides do not match its
   /// rank.
-  AnyTensor with_layout(Layout l) const {
-    layout::check_inside(l, storage_->bytes() / element_size(), "AnyTensor::with_layout");
-    return AnyTensor(storage_, std::move(l), dtype_);
-  }
+  TBATCH_INLINE AnyTensor with_layout(Layout l) const;
   /// A contiguous copy of the elements, laid out with `shape` (same element count).
-  AnyTensor copy_reshaped(const Shape& shape) const {
-    AnyTensor out = clone();
-    out.layout_ = layout::contiguous(shape);
-    return out;
-  }
+  TBATCH_INLINE AnyTensor copy_reshaped(const Shape& shape) const;
   /// The elements seen with fully resolved `sizes`: a view when the strides allow it, else a
   /// contiguous copy.
-  AnyTensor reshaped(const std::vector<index_t>& sizes, const char* function) const {
-    if (auto viewed = layout::try_view(layout_, sizes, function)) return with_layout(*viewed);
-    return copy_reshaped(Shape(sizes));
-  }
-  AnyTensor clone() const {
-    AnyTensor out = empty(dtype_, shape());
-    out.assign_at(out.layout_, *this, "AnyTensor::clone");
-    return out;
-  }
+  TBATCH_INLINE AnyTensor reshaped(const std::vector<index_t>& sizes, const char* function) const;
+  TBATCH_INLINE AnyTensor clone() const;
   AnyTensor contiguous() const { return is_contiguous() ? *this : clone(); }
   /// The result of a plan made by detail::plan_index for this tensor's layout: a view for basic
   /// indices, a gathered copy for index tensors and masks.
-  AnyTensor index_planned(detail::IndexPlan&& plan) const {
-    if (!plan.has_advanced()) return with_layout(std::move(plan.basic));
-    AnyTensor out = empty(dtype_, detail::indexed_shape(plan));
-    detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
-      detail::gather_planned(words<const W>(layout_).element_pointer(), plan,
-                             out.words<W>(out.layout_));
-    });
-    return out;
-  }
+  TBATCH_INLINE AnyTensor index_planned(detail::IndexPlan&& plan) const;
   /// Writes `value` (same dtype, broadcast to the indexed shape) into the elements the plan
   /// selects; TypeError / ShapeError naming `function` otherwise.
-  void index_put_planned(const detail::IndexPlan& plan, const AnyTensor& value,
-                         const char* function) {
-    value.require_dtype(dtype_, function);
-    const Shape shape = detail::indexed_shape(plan);
-    if (!layout::broadcasts_to(value.shape(), shape))
-      detail::fail<ShapeError>(function, "value of shape ", value.shape(),
-                               " cannot be broadcast to the indexed shape ", shape);
-    const Layout expanded = layout::expand(value.layout_, std::vector<index_t>(shape));
-    detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
-      detail::put_planned(words<W>(layout_).element_pointer(), plan,
-                          value.words<const W>(expanded));
-    });
-  }
+  TBATCH_INLINE void index_put_planned(const detail::IndexPlan& plan, const AnyTensor& value,
+                                       const char* function);
   /// Copies `source` (same dtype and shape) into this tensor's elements.
-  void assign(const AnyTensor& source, const char* function) {
-    assign_at(layout_, source, function);
-  }
+  TBATCH_INLINE void assign(const AnyTensor& source, const char* function);
   /// Copies `source` (same dtype, shape piece.shape) into the elements of this tensor's buffer
   /// that `piece` describes: a layout made from layout() by the layout algebra (a piece of a
   /// stack or cat output, say).
-  void assign_at(const Layout& piece, const AnyTensor& source, const char* function) {
-    source.require_dtype(dtype_, function);
-    if (!(source.shape() == piece.shape))
-      detail::fail<ShapeError>(function, "source shape ", source.shape(),
-                               " does not match destination shape ", piece.shape);
-    // A dense piece from another buffer (the pieces of stack and cat) is one memcpy: the engine
-    // would reach the same memcpy after re-binding both sides as views, which costs more than
-    // a small piece.
-    if (layout::is_contiguous(piece) && source.is_contiguous() && !shares_storage_with(source)) {
-      const index_t size = element_size();
-      if (source.numel() > 0)
-        std::memcpy(
-            static_cast<char*>(storage_->data()) + piece.offset * size,
-            static_cast<const char*>(source.storage_->data()) + source.layout_.offset * size,
-            static_cast<std::size_t>(source.numel() * size));
-      return;
-    }
-    detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
-      copy(source.words<const W>(source.layout_), words<W>(piece));
-    });
-  }
+  TBATCH_INLINE void assign_at(const Layout& piece, const AnyTensor& source, const char* function);
   /// A copy of `source` converted to this tensor's dtype element by element; nullopt when an
   /// element does not fit (see detail::convert_element). Same dtype: `source` itself.
   template <Element S>
@@ -243,33 +157,11 @@ class AnyTensor {
   /// Element-wise equality with a tensor of the same dtype and shape (TypeError / ShapeError
   /// naming `function` otherwise). NaN equals nothing and -0.0 equals 0.0, as in operator==;
   /// integers and bools are equal when their bits are.
-  Tensor<bool> equal_elements(const AnyTensor& other, const char* function) const {
-    other.require_dtype(dtype_, function);
-    if (!(other.shape() == shape()))
-      detail::fail<ShapeError>(function, "shapes ", shape(), " and ", other.shape(), " differ");
-    Tensor<bool> out = Tensor<bool>::empty(shape());
-    visit_compared([&]<class E>(std::type_identity<E>) {
-      for_each([](bool& r, const E& x, const E& y) { r = detail::elements_equal(x, y); },
-               out.view(), words<const E>(layout_), other.words<const E>(other.layout_));
-    });
-    return out;
-  }
+  TBATCH_INLINE Tensor<bool> equal_elements(const AnyTensor& other, const char* function) const;
   /// True when every element is non-zero (true for no elements).
-  bool all_nonzero() const {
-    bool all = true;
-    visit_compared([&]<class E>(std::type_identity<E>) {
-      for_each([&](const E& x) { all = all && detail::is_nonzero(x); }, words<const E>(layout_));
-    });
-    return all;
-  }
+  TBATCH_INLINE bool all_nonzero() const;
   /// True when some element is non-zero.
-  bool any_nonzero() const {
-    bool any = false;
-    visit_compared([&]<class E>(std::type_identity<E>) {
-      for_each([&](const E& x) { any = any || detail::is_nonzero(x); }, words<const E>(layout_));
-    });
-    return any;
-  }
+  TBATCH_INLINE bool any_nonzero() const;
 
   // A template so that only programs that print an AnyTensor compile the twelve printers.
   template <class Char, class Traits>
@@ -283,11 +175,7 @@ class AnyTensor {
   AnyTensor(std::shared_ptr<Storage> storage, Layout&& l, DType dtype)
       : storage_(std::move(storage)), layout_(std::move(l)), dtype_(dtype) {}
 
-  void require_dtype(DType expected, const char* function) const {
-    if (dtype_ != expected)
-      detail::fail<TypeError>(function, "the tensor has dtype ", dtype_, ", not the expected ",
-                              expected);
-  }
+  TBATCH_INLINE void require_dtype(DType expected, const char* function) const;
   /// The buffer seen through `l` as words of the element size W (const W for reading).
   template <class W>
   StridedView<W> words(const Layout& l) const {
@@ -297,18 +185,175 @@ class AnyTensor {
   /// element type itself for floating types (NaN, -0.0), a word of its size for integers and
   /// bool, whose values are equal exactly when their bits are.
   template <class Fn>
-  void visit_compared(Fn&& fn) const {
-    detail::dispatch_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
-      if constexpr (FloatingElement<T>)
-        fn(std::type_identity<T>{});
-      else
-        fn(std::type_identity<detail::WordOf<T>>{});
-    });
-  }
+  void visit_compared(Fn&& fn) const;
 
   std::shared_ptr<Storage> storage_;
   Layout layout_;
   DType dtype_ = DType::float32;
 };
+
+#if TBATCH_DEFINITIONS
+
+namespace detail {
+
+/// Equality and non-zero tests on an element read as a floating type or as a word (see
+/// AnyTensor::visit_compared).
+template <class E>
+bool elements_equal(const E& x, const E& y) {
+  if constexpr (is_word_v<E>)
+    return x.bits == y.bits;
+  else
+    return widen(x) == widen(y);
+}
+template <class E>
+bool is_nonzero(const E& x) {
+  if constexpr (is_word_v<E>)
+    return x.bits != 0;
+  else
+    return widen(x) != 0;
+}
+
+}  // namespace detail
+
+template <class Fn>
+void AnyTensor::visit_compared(Fn&& fn) const {
+  detail::dispatch_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
+    if constexpr (FloatingElement<T>)
+      fn(std::type_identity<T>{});
+    else
+      fn(std::type_identity<detail::WordOf<T>>{});
+  });
+}
+
+TBATCH_INLINE AnyTensor AnyTensor::empty(DType dtype, Shape shape) {
+  const index_t n = shape.numel();
+  return AnyTensor(Storage::allocate(n, dtype_size(dtype, "AnyTensor::empty")),
+                   layout::contiguous(std::move(shape)), dtype);
+}
+
+TBATCH_INLINE AnyTensor AnyTensor::from_storage(std::shared_ptr<Storage> storage, Layout l,
+                                                DType dtype, const char* function) {
+  const index_t size = dtype_size(dtype, function);
+  if (reinterpret_cast<std::uintptr_t>(storage->data()) % std::uintptr_t(size) != 0)
+    detail::fail<ValueError>(function, "the buffer is not aligned to its ", size,
+                             "-byte elements of dtype ", dtype);
+  layout::check_inside(l, storage->bytes() / size, function);
+  return AnyTensor(std::move(storage), std::move(l), dtype);
+}
+
+TBATCH_INLINE AnyTensor AnyTensor::zeros(DType dtype, Shape shape) {
+  const index_t n = shape.numel();
+  return AnyTensor(Storage::allocate_zeroed(n, dtype_size(dtype, "AnyTensor::zeros")),
+                   layout::contiguous(std::move(shape)), dtype);
+}
+
+TBATCH_INLINE AnyTensor AnyTensor::with_layout(Layout l) const {
+  layout::check_inside(l, storage_->bytes() / element_size(), "AnyTensor::with_layout");
+  return AnyTensor(storage_, std::move(l), dtype_);
+}
+
+TBATCH_INLINE AnyTensor AnyTensor::copy_reshaped(const Shape& shape) const {
+  AnyTensor out = clone();
+  out.layout_ = layout::contiguous(shape);
+  return out;
+}
+
+TBATCH_INLINE AnyTensor AnyTensor::reshaped(const std::vector<index_t>& sizes,
+                                            const char* function) const {
+  if (auto viewed = layout::try_view(layout_, sizes, function)) return with_layout(*viewed);
+  return copy_reshaped(Shape(sizes));
+}
+
+TBATCH_INLINE AnyTensor AnyTensor::clone() const {
+  AnyTensor out = empty(dtype_, shape());
+  out.assign_at(out.layout_, *this, "AnyTensor::clone");
+  return out;
+}
+
+TBATCH_INLINE AnyTensor AnyTensor::index_planned(detail::IndexPlan&& plan) const {
+  if (!plan.has_advanced()) return with_layout(std::move(plan.basic));
+  AnyTensor out = empty(dtype_, detail::indexed_shape(plan));
+  detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
+    detail::gather_planned(words<const W>(layout_).element_pointer(), plan,
+                           out.words<W>(out.layout_));
+  });
+  return out;
+}
+
+TBATCH_INLINE void AnyTensor::index_put_planned(const detail::IndexPlan& plan,
+                                                const AnyTensor& value, const char* function) {
+  value.require_dtype(dtype_, function);
+  const Shape shape = detail::indexed_shape(plan);
+  if (!layout::broadcasts_to(value.shape(), shape))
+    detail::fail<ShapeError>(function, "value of shape ", value.shape(),
+                             " cannot be broadcast to the indexed shape ", shape);
+  const Layout expanded = layout::expand(value.layout_, std::vector<index_t>(shape));
+  detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
+    detail::put_planned(words<W>(layout_).element_pointer(), plan, value.words<const W>(expanded));
+  });
+}
+
+TBATCH_INLINE void AnyTensor::assign(const AnyTensor& source, const char* function) {
+  assign_at(layout_, source, function);
+}
+
+TBATCH_INLINE void AnyTensor::assign_at(const Layout& piece, const AnyTensor& source,
+                                        const char* function) {
+  source.require_dtype(dtype_, function);
+  if (!(source.shape() == piece.shape))
+    detail::fail<ShapeError>(function, "source shape ", source.shape(),
+                             " does not match destination shape ", piece.shape);
+  // A dense piece from another buffer (the pieces of stack and cat) is one memcpy: the engine
+  // would reach the same memcpy after re-binding both sides as views, which costs more than
+  // a small piece.
+  if (layout::is_contiguous(piece) && source.is_contiguous() && !shares_storage_with(source)) {
+    const index_t size = element_size();
+    if (source.numel() > 0)
+      std::memcpy(static_cast<char*>(storage_->data()) + piece.offset * size,
+                  static_cast<const char*>(source.storage_->data()) + source.layout_.offset * size,
+                  static_cast<std::size_t>(source.numel() * size));
+    return;
+  }
+  detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
+    copy(source.words<const W>(source.layout_), words<W>(piece));
+  });
+}
+
+TBATCH_INLINE Tensor<bool> AnyTensor::equal_elements(const AnyTensor& other,
+                                                     const char* function) const {
+  other.require_dtype(dtype_, function);
+  if (!(other.shape() == shape()))
+    detail::fail<ShapeError>(function, "shapes ", shape(), " and ", other.shape(), " differ");
+  Tensor<bool> out = Tensor<bool>::empty(shape());
+  visit_compared([&]<class E>(std::type_identity<E>) {
+    for_each([](bool& r, const E& x, const E& y) { r = detail::elements_equal(x, y); }, out.view(),
+             words<const E>(layout_), other.words<const E>(other.layout_));
+  });
+  return out;
+}
+
+TBATCH_INLINE bool AnyTensor::all_nonzero() const {
+  bool all = true;
+  visit_compared([&]<class E>(std::type_identity<E>) {
+    for_each([&](const E& x) { all = all && detail::is_nonzero(x); }, words<const E>(layout_));
+  });
+  return all;
+}
+
+TBATCH_INLINE bool AnyTensor::any_nonzero() const {
+  bool any = false;
+  visit_compared([&]<class E>(std::type_identity<E>) {
+    for_each([&](const E& x) { any = any || detail::is_nonzero(x); }, words<const E>(layout_));
+  });
+  return any;
+}
+
+TBATCH_INLINE void AnyTensor::require_dtype(DType expected, const char* function) const {
+  if (dtype_ != expected)
+    detail::fail<TypeError>(function, "the tensor has dtype ", dtype_, ", not the expected ",
+                            expected);
+}
+
+#endif  // TBATCH_DEFINITIONS
 
 }  // namespace tbatch
