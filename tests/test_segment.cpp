@@ -352,6 +352,37 @@ TEMPLATE_TEST_CASE("segment_reduce: wide rows take the chunked kernels", "[segme
   }
 }
 
+TEMPLATE_TEST_CASE("segment_reduce: strided values against the reference loop",
+                   "[segment_reduce][random]", float, std::int32_t, double, Eigen::half) {
+  // Runs with a step, rest dims that do not merge (several 2-D blocks) and column-major rows.
+  using T = TestType;
+  std::mt19937 rng(101);
+  for (int trial = 0; trial < 6; ++trial) {
+    std::vector<index_t> lengths;
+    for (index_t e = 0, segments = 1 + static_cast<index_t>(rng() % 6); e < segments; ++e)
+      lengths.push_back(rng() % 4 == 0 ? 0 : static_cast<index_t>(rng() % 6));
+    const Tensor<index_t> first_idx = offsets_of(lengths);
+    const index_t rows = first_idx.to_vector().back();
+    for (Reduce reduce : all_reduces) {
+      const int span = reduce == Reduce::prod ? 2 : 4;
+      const std::vector<Tensor<T>> layouts{
+          small_values<T>(Shape{rows, 40}, rng, span).slice(1, 1, 40, 2),
+          small_values<T>(Shape{rows, 2, 3, 5}, rng, span).narrow(2, 0, 2).narrow(3, 1, 3),
+          reversed_layout_copy(small_values<T>(Shape{rows, 3, 20}, rng, span))};
+      for (const Tensor<T>& values : layouts) {
+        INFO("trial " << trial << " shape " << values.shape() << " lengths " << first_idx << " "
+                      << reduce);
+        CHECK(segment_reduce(values, first_idx, reduce) ==
+              reference_segment_reduce(values, first_idx, reduce));
+      }
+    }
+    const Tensor<T> ties = small_values<T>(Shape{rows, 2, 3, 40}, rng, 1).slice(3, 0, 40, 3);
+    INFO("trial " << trial << " lengths " << first_idx);
+    CHECK(segment_argmax(ties, first_idx) == reference_arg(ties, first_idx, true));
+    CHECK(segment_argmin(ties, first_idx) == reference_arg(ties, first_idx, false));
+  }
+}
+
 TEST_CASE("segment_reduce: segments across row blocks and no segments", "[segment_reduce]") {
   std::mt19937 rng(97);
   // 1500 + 1 + 2000 + 0 + 700 rows: segments straddle the kernel's 1024-row blocks.

@@ -4,14 +4,15 @@
 // segment's rows with the Reduce combiners of reduce.hpp; segment_argmax / segment_argmin find
 // the row of each segment's extreme.
 //
-// Dense rows (one run per row) are combined segment by segment, each output row accumulated in
-// chunks across its segment's rows. Any other layout goes through the scatter kernel of
-// scatter_reduce over blocks of rows, each row's segment id as the index that moves the
-// destination row (segment_argmax / segment_argmin: the engine's walk over those blocks).
+// segment_reduce is a loop body on the engine: walk_rows walks the dims after the first (one row
+// of the values against one row of the output) and the body, for each segment, combines that
+// segment's rows into its output row, a chunk of the run at a time, rows in order.
+// segment_argmax / segment_argmin combine dense rows segment by segment, strided runs row by row,
+// and any other layout in blocks of rows through the engine's for_each_run.
 
 #include <algorithm>
 #include <array>
-#include <vector>
+#include <type_traits>
 
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/tuning.hpp"
@@ -20,6 +21,8 @@
 #include "tbatch/ops/scatter_kernel.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
+#include "tbatch/view/scatter_runs.hpp"
+#include "tbatch/view/walk.hpp"
 
 namespace tbatch {
 namespace detail {
@@ -41,6 +44,59 @@ inline Tensor<index_t> checked_segment_offsets(const char* function,
     fail<ValueError>(function, "first_idx[", segments, "] = ", p[segments], " but values has ",
                      rows, " rows; the last offset must be the row count");
   return first;
+}
+
+/// The plan of a row of the output (operand 0) against a row of the values (operand 1): their
+/// dims after the first. The output is contiguous, so index order is its memory order and its
+/// runs are dense.
+template <class T, class U>
+RunPlan<2> plan_segment_rows(const Tensor<T>& out, const Tensor<U>& values) {
+  const Shape rest(values.shape().begin() + 1, values.shape().end());
+  const LayoutStrides out_rest(out.strides().begin() + 1, out.strides().end());
+  const LayoutStrides values_rest(values.strides().begin() + 1, values.strides().end());
+  return plan_runs_in_order<2>(rest, {&out_rest, &values_rest});
+}
+
+/// Calls visit(e, count, out, in, rows) for each segment e and each 2-D block of `plan`: count
+/// is the segment's row count, out its output's first run of the block, in the segment's first
+/// row's first run; run r of the block is plan.row_stride(k) further. `visit` is called by value:
+/// capture by value too.
+template <class T, class U, class Visit>
+void walk_segments(const RunPlan<2>& plan, const index_t* offsets, index_t segments, T* out,
+                   index_t scale, const U* values, index_t row_stride, Visit visit) {
+  // Everything by value, and the body copied per block: local copies stay in registers across
+  // the body's stores, which may alias anything reached through a reference.
+  walk_rows(plan, {0, 0}, [=](const std::array<index_t, 2>& at, index_t rows) {
+    auto body = visit;
+    const index_t* first = offsets;
+    T* const out_at = out + at[0];
+    const U* const in_at = values + at[1];
+    for (index_t e = 0; e < segments; ++e)
+      body(e, first[e + 1] - first[e], out_at + e * scale, in_at + first[e] * row_stride, rows);
+  });
+}
+
+/// Combines `count` rows (row r at in + r * in_row) of n elements `inner` apart into one dense
+/// output row of n, in row order: as combine_dense_rows, for runs that are not dense.
+template <class Op, class T>
+void combine_strided_rows(const Op& op, T* out, const T* in, index_t inner, index_t in_row,
+                          index_t count, index_t n) {
+  constexpr index_t w = chunk_width<T>;
+  index_t i = 0;
+  for (; i + w <= n; i += w) {
+    T acc[static_cast<std::size_t>(w)];
+    std::copy_n(out + i, w, acc);
+    for (index_t r = 0; r < count; ++r)
+      for (index_t j = 0; j < w; ++j)
+        op.apply(acc[j], in[r * in_row + (i + j) * inner]);
+    std::copy_n(acc, w, out + i);
+  }
+  for (; i < n; ++i) {
+    T acc = out[i];
+    for (index_t r = 0; r < count; ++r)
+      op.apply(acc, in[r * in_row + i * inner]);
+    out[i] = acc;
+  }
 }
 
 /// Visits rows [0, rows) in blocks of at most index_block: visit(r0, length, segment) where
@@ -87,60 +143,39 @@ Tensor<T> segment_reduce_impl(const char* function, const Tensor<T>& values,
     fail_bool_reduction(function, concat("reduce ", reduce));
   } else {
     check_segment_values(function, values);
-    const index_t rows = values.size(0);
-    const Tensor<index_t> first = checked_segment_offsets(function, first_idx, rows);
-    const index_t* offsets = first.data();
+    const Tensor<index_t> first = checked_segment_offsets(function, first_idx, values.size(0));
     const index_t segments = first.size(0) - 1;
-    Tensor<T> out(joined(Shape{segments}, values.shape(), 1));
+    // The whole output starts at the identity (0 for sum and mean) before any segment: a run
+    // filled just before its accumulators load it back would stall those loads.
     const bool identity_first =
         reduce == Reduce::prod || reduce == Reduce::amax || reduce == Reduce::amin;
-    if (identity_first) fill(out.view(), reduce_identity<T>(reduce));
-    const index_t scale = out.stride(0);
-    // Rows whose values form one dense run (the usual (rows, last_dim) data): one loop over the
-    // segments, each segment's rows combined into its output row in order.
-    const auto run = row_run(values.view(), out.view());
-    const bool dense = run && (run->first <= 1 || (run->second[0] == 1 && run->second[1] == 1));
+    const Shape out_shape = joined(Shape{segments}, values.shape(), 1);
+    Tensor<T> out =
+        identity_first ? Tensor<T>(out_shape, reduce_identity<T>(reduce)) : Tensor<T>(out_shape);
+    const RunPlan<2> plan = plan_segment_rows(out, values);
+    if (plan.numel == 0) return out;
+    const index_t n = plan.run_length(), inner = plan.inner_stride(1);
+    const index_t out_row = plan.row_stride(0), in_row = plan.row_stride(1);
+    const index_t row_stride = values.strides()[0];
+    const bool dense = n == 1 || inner == 1;
     with_reduce_op<T>(reduce, [&](const auto& op) {
-      if (dense) {
-        const index_t length = run->first, row_stride = values.strides()[0];
-        for (index_t e = 0; e < segments; ++e)
-          if (offsets[e + 1] > offsets[e] && length > 0)
-            combine_dense_rows(op, out.data() + e * scale, values.data() + offsets[e] * row_stride,
-                               row_stride, offsets[e + 1] - offsets[e], length);
-        return;
-      }
-      // Any other layout: blocks of rows through the scatter kernel, each row's segment as the
-      // index.
-      for_each_row_block(offsets, rows, [&](index_t r0, index_t length, const index_t* segment) {
-        RowBlock block(values.shape(), length);
-        scatter_along(values.view().narrow(0, r0, length),
-                      StridedView<const index_t>(segment, block.shape, block.per_row_strides),
-                      scale, indexed_base(out.view(), 0, length), op);
-      });
+      walk_segments(plan, first.data(), segments, out.data(), out.stride(0), values.data(),
+                    row_stride, [=](index_t, index_t count, T* out_run, const T* in, index_t rows) {
+                      for (index_t r = 0; r < rows; ++r, out_run += out_row, in += in_row) {
+                        if (count == 0) {  // an empty segment gives 0 for every reduction
+                          if (identity_first) std::fill_n(out_run, n, T(0));
+                          continue;
+                        }
+                        if (dense)
+                          combine_dense_rows(op, out_run, in, row_stride, count, n);
+                        else
+                          combine_strided_rows(op, out_run, in, inner, row_stride, count, n);
+                        if (reduce == Reduce::mean)
+                          for (index_t j = 0; j < n; ++j)
+                            out_run[j] = mean_of(out_run[j], count);
+                      }
+                    });
     });
-    std::vector<index_t> empty;  // segments whose identity must become 0
-    if (identity_first)
-      for (index_t e = 0; e < segments; ++e)
-        if (offsets[e + 1] == offsets[e]) empty.push_back(e);
-    if (!empty.empty()) {
-      const T zero(0);
-      const Shape shape = joined(Shape{static_cast<index_t>(empty.size())}, values.shape(), 1);
-      scatter_at_offsets(
-          broadcast_value(zero, shape), indexed_base(out.view(), 0, shape[0]),
-          [&](index_t k) { return empty[static_cast<std::size_t>(k)] * scale; }, AssignOp<T>{});
-    }
-    if (reduce == Reduce::mean) {
-      // out is contiguous: segment e's sums are the dense run [e * n, (e + 1) * n), so each is
-      // divided by one count in a loop the compiler vectorises.
-      const index_t n = segments > 0 ? out.numel() / segments : 0;
-      for (index_t e = 0; e < segments && n > 0; ++e) {
-        const index_t count = offsets[e + 1] - offsets[e];
-        if (count == 0) continue;
-        T* sums = out.data() + e * n;
-        for (index_t j = 0; j < n; ++j)
-          sums[j] = mean_of(sums[j], count);
-      }
-    }
     return out;
   }
 }
