@@ -49,7 +49,7 @@ inline constexpr index_t pad_rows_limit = 4096;
 inline constexpr index_t pad_rows_cache = index_t(1) << 17;
 /// space_to_batch_nd: boxes whose (batch, o_1) slabs are smaller (elements) go in one copy.
 inline constexpr index_t min_slab_elements = 4096;
-/// scatter and segment: update offsets and segment ids computed on the stack per block.
+/// scatter of batches: update offsets computed on the stack per block.
 inline constexpr index_t index_block = 1024;
 /// scatter_reduce mean: positions of self counted at once (index_t counts per position).
 inline constexpr index_t mean_count_block = index_t(1) << 18;

@@ -7,8 +7,8 @@
 // segment_reduce is a loop body on the engine: walk_rows walks the dims after the first (one row
 // of the values against one row of the output) and the body, for each segment, combines that
 // segment's rows into its output row, a chunk of the run at a time, rows in order.
-// segment_argmax / segment_argmin combine dense rows segment by segment, strided runs row by row,
-// and any other layout in blocks of rows through the engine's for_each_run.
+// segment_argmax / segment_argmin are the same walk with a body that keeps, per chunk of the run,
+// each position's best value and its row.
 
 #include <algorithm>
 #include <array>
@@ -21,7 +21,6 @@
 #include "tbatch/ops/scatter_kernel.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
-#include "tbatch/view/scatter_runs.hpp"
 #include "tbatch/view/walk.hpp"
 
 namespace tbatch {
@@ -99,34 +98,46 @@ void combine_strided_rows(const Op& op, T* out, const T* in, index_t inner, inde
   }
 }
 
-/// Visits rows [0, rows) in blocks of at most index_block: visit(r0, length, segment) where
-/// segment[k] is the segment holding row r0 + k (first must be validated offsets).
-template <class Visit>
-void for_each_row_block(const index_t* first, index_t rows, Visit&& visit) {
-  std::array<index_t, index_block> segment;
-  index_t e = 0;
-  for (index_t r0 = 0; r0 < rows; r0 += index_block) {
-    const index_t length = std::min(index_block, rows - r0);
-    for (index_t k = 0; k < length; ++k) {
-      while (first[e + 1] <= r0 + k)
-        ++e;
-      segment[static_cast<std::size_t>(k)] = e;
+/// Writes to out[0..n) the row (row0 + r) of the first best of `count` rows by
+/// better(candidate, best): row r at in + r * in_row, its elements `inner` apart (Inner when it
+/// is known at compile time, else 0). Each chunk of the row keeps its best values and rows in local
+/// arrays across the rows, updated by selects (no data-dependent branches).
+template <index_t Inner, class T, class Better>
+[[gnu::always_inline]] inline void arg_of_rows(const Better& better, index_t* out, const T* in,
+                                               index_t inner, index_t in_row, index_t count,
+                                               index_t n, index_t row0) {
+  constexpr index_t w = chunk_width<T>;
+  const index_t step = Inner > 0 ? Inner : inner;
+  index_t c = 0;
+  for (; c + w <= n; c += w) {
+    T b[static_cast<std::size_t>(w)];
+    index_t a[static_cast<std::size_t>(w)];
+    for (index_t j = 0; j < w; ++j) {
+      b[j] = in[(c + j) * step];
+      a[j] = row0;
     }
-    visit(r0, length, segment.data());
+    for (index_t r = 1; r < count; ++r)
+      for (index_t j = 0; j < w; ++j) {
+        const T value = in[r * in_row + (c + j) * step];
+        const bool take = better(value, b[j]);
+        b[j] = take ? value : b[j];
+        a[j] = take ? row0 + r : a[j];
+      }
+    std::copy_n(a, w, out + c);
+  }
+  for (; c < n; ++c) {
+    T b = in[c * step];
+    index_t a = row0;
+    for (index_t r = 1; r < count; ++r) {
+      const T value = in[r * in_row + c * step];
+      if (better(value, b)) {
+        b = value;
+        a = row0 + r;
+      }
+    }
+    out[c] = a;
   }
 }
-
-/// Shape (length) + values.shape[1:] and the strides that spread a per-row value over it.
-struct RowBlock {
-  Shape shape;
-  LayoutStrides per_row_strides;
-
-  RowBlock(const Shape& values_shape, index_t length)
-      : shape(values_shape), per_row_strides(values_shape.size(), 0) {
-    shape.set(0, length);
-    per_row_strides[0] = 1;
-  }
-};
 
 template <class T>
 void check_segment_values(const char* function, const Tensor<T>& values) {
@@ -189,92 +200,28 @@ Tensor<index_t> segment_arg_impl(const char* function, const Tensor<T>& values,
     fail_bool_reduction(function, "an arg reduction");
   } else {
     check_segment_values(function, values);
-    const index_t rows = values.size(0);
-    const Tensor<index_t> first = checked_segment_offsets(function, first_idx, rows);
-    const Shape out_shape = joined(Shape{first.size(0) - 1}, values.shape(), 1);
-    Tensor<T> best = Tensor<T>::empty(out_shape);
-    Tensor<index_t> arg(out_shape, index_t(-1));
-    const index_t scale = arg.stride(0);
-    // Keeps a[j] (the row of b[j]) when the candidate `value` from `row` is not better.
-    auto consider = [&](const T& value, index_t row, T& b, index_t& a) {
-      if (a < 0 || better(value, b)) {
-        b = value;
-        a = row;
-      }
-    };
+    const Tensor<index_t> first = checked_segment_offsets(function, first_idx, values.size(0));
+    const index_t segments = first.size(0) - 1;
+    Tensor<index_t> arg(joined(Shape{segments}, values.shape(), 1), index_t(-1));
+    const RunPlan<2> plan = plan_segment_rows(arg, values);
+    if (plan.numel == 0) return arg;
+    const index_t n = plan.run_length(), inner = plan.inner_stride(1);
+    const index_t out_row = plan.row_stride(0), in_row = plan.row_stride(1);
+    const index_t row_stride = values.strides()[0];
     const index_t* offsets = first.data();
-    if (const auto run = row_run(values.view(), best.view(), arg.view())) {
-      const auto [n, s] = *run;
-      const index_t row_stride = values.strides()[0];
-      const index_t segments = first.size(0) - 1;
-      if (n <= 1 || (s[0] == 1 && s[1] == 1 && s[2] == 1)) {
-        // Dense rows: per segment, each chunk of the row keeps its best values and rows in local
-        // arrays across the segment's rows, updated by selects (no data-dependent branches).
-        constexpr index_t w = chunk_width<T>;
-        for (index_t e = 0; e < segments; ++e) {
-          if (offsets[e + 1] == offsets[e]) continue;
-          const T* rows_in = values.data() + offsets[e] * row_stride;
-          const index_t count = offsets[e + 1] - offsets[e];
-          index_t c = 0;
-          for (; c + w <= n; c += w) {
-            T b[static_cast<std::size_t>(w)];
-            index_t a[static_cast<std::size_t>(w)];
-            for (index_t j = 0; j < w; ++j) {
-              b[j] = rows_in[c + j];
-              a[j] = offsets[e];
-            }
-            for (index_t r = 1; r < count; ++r)
-              for (index_t j = 0; j < w; ++j) {
-                const T value = rows_in[r * row_stride + c + j];
-                const bool take = better(value, b[j]);
-                b[j] = take ? value : b[j];
-                a[j] = take ? offsets[e] + r : a[j];
-              }
-            std::copy_n(a, w, arg.data() + e * scale + c);
-          }
-          for (; c < n; ++c) {
-            T b = rows_in[c];
-            index_t a = offsets[e];
-            for (index_t r = 1; r < count; ++r)
-              consider(rows_in[r * row_stride + c], offsets[e] + r, b, a);
-            arg.data()[e * scale + c] = a;
-          }
-        }
-        return arg;
-      }
-      // Rows that form one strided run: one loop over the segments and their rows, one over the
-      // run.
-      for (index_t e = 0; e < segments; ++e)
-        for (index_t r = offsets[e]; r < offsets[e + 1]; ++r) {
-          const T* in = values.data() + r * row_stride;
-          T* b = best.data() + e * scale;
-          index_t* a = arg.data() + e * scale;
-          for (index_t j = 0; j < n; ++j)
-            consider(in[j * s[0]], r, b[j * s[1]], a[j * s[2]]);
-        }
-      return arg;
-    }
-    // Any other layout: blocks of rows through the engine, with each row's segment and number.
-    std::array<index_t, index_block> row_ids;
-    for_each_row_block(offsets, rows, [&](index_t r0, index_t length, const index_t* segment) {
-      const StridedView<const T> block_values = values.view().narrow(0, r0, length);
-      const RowBlock block(values.shape(), length);
-      for (index_t k = 0; k < length; ++k)
-        row_ids[static_cast<std::size_t>(k)] = r0 + k;
-      for_each_run(
-          function,
-          [&](index_t n, const std::array<index_t, 5>& s, const T* in, const index_t* seg,
-              T* best_base, index_t* arg_base, const index_t* row) {
-            for (index_t i = 0; i < n; ++i) {
-              const index_t e = seg[i * s[1]];
-              consider(in[i * s[0]], row[i * s[4]], best_base[i * s[2] + e * scale],
-                       arg_base[i * s[3] + e * scale]);
-            }
-          },
-          block_values, StridedView<const index_t>(segment, block.shape, block.per_row_strides),
-          indexed_base(best.view(), 0, length), indexed_base(arg.view(), 0, length),
-          StridedView<const index_t>(row_ids.data(), block.shape, block.per_row_strides));
-    });
+    auto walk = [&]<index_t Inner>(std::integral_constant<index_t, Inner>) {
+      walk_segments(plan, offsets, segments, arg.data(), arg.stride(0), values.data(), row_stride,
+                    [=](index_t e, index_t count, index_t* out_run, const T* in, index_t rows) {
+                      if (count == 0) return;  // an empty segment keeps -1
+                      for (index_t r = 0; r < rows; ++r, out_run += out_row, in += in_row)
+                        arg_of_rows<Inner>(better, out_run, in, inner, row_stride, count, n,
+                                           offsets[e]);
+                    });
+    };
+    if (n == 1 || inner == 1)
+      walk(std::integral_constant<index_t, 1>{});
+    else
+      walk(std::integral_constant<index_t, 0>{});
     return arg;
   }
 }
