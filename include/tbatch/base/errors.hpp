@@ -180,9 +180,10 @@ Listed<Range> listed(const Range& values) {
   return Listed<Range>{values};
 }
 
-/// Throws `E` whose message is "<function>: <parts...>".
+/// Throws `E` whose message is "<function>: <parts...>". Cold and never inlined, so a check in a
+/// kernel's loop costs the loop one call, not the construction of the message's parts.
 template <class E, class... Parts>
-[[noreturn]] void fail(const char* function, const Parts&... parts) {
+[[noreturn, gnu::cold, gnu::noinline]] void fail(const char* function, const Parts&... parts) {
   raise_error(error_kind_of<E>, function, {MessagePart(parts)...});
 }
 
