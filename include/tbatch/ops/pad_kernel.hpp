@@ -58,6 +58,30 @@ struct RowPadder {
     }
   }
 
+  /// write_rows for a whole plane of short dense rows in constant mode (fills_plane_first): one
+  /// fill of all of them, then the copied columns of each run of rows with evenly spaced sources,
+  /// by copy_rows (its move width chosen once per run instead of once per row).
+  bool fills_plane_first() const {
+    return constant && size_out * index_t(sizeof(T)) <= pad_fill_first_row_bytes;
+  }
+  void write_plane(T* out, const T* in, const index_t* sources, index_t n) const {
+    std::fill_n(out, n * size_out, value);
+    const index_t width = hi - lo;
+    for (index_t r = 0; r < n;) {
+      if (sources[r] < 0) {
+        ++r;
+        continue;
+      }
+      const index_t step = r + 1 < n ? sources[r + 1] - sources[r] : 0;
+      index_t count = 1;
+      while (r + count < n && sources[r + count] >= 0 &&
+             sources[r + count] - sources[r + count - 1] == step)
+        ++count;
+      copy_rows(out + r * size_out + lo, size_out, in + sources[r] + first, step, count, width);
+      r += count;
+    }
+  }
+
   /// Writes `n` output rows `out_step` apart: row r pads the source row at in + sources[r], or
   /// is all `value` where that offset is -1. Consecutive rows of `value` are one fill when the
   /// rows are dense (out_step == size_out).
@@ -65,26 +89,6 @@ struct RowPadder {
                                          const index_t* sources, index_t n) const {
     const index_t length = size_out;  // locals: stores through `out` may alias the members
     const T fill = value;
-    if (constant && out_step == length && length * index_t(sizeof(T)) <= pad_fill_first_row_bytes) {
-      // Short dense rows: one fill of all of them, then the copied columns of each run of rows
-      // with evenly spaced sources, by copy_rows (its move width chosen once per run).
-      std::fill_n(out, n * length, fill);
-      const index_t width = hi - lo;
-      for (index_t r = 0; r < n;) {
-        if (sources[r] < 0) {
-          ++r;
-          continue;
-        }
-        const index_t step = r + 1 < n ? sources[r + 1] - sources[r] : 0;
-        index_t count = 1;
-        while (r + count < n && sources[r + count] >= 0 &&
-               sources[r + count] - sources[r + count - 1] == step)
-          ++count;
-        copy_rows(out + r * length + lo, length, in + sources[r] + first, step, count, width);
-        r += count;
-      }
-      return;
-    }
     for (index_t r = 0; r < n;) {
       if (sources[r] >= 0) {
         write(out, in + sources[r]);
@@ -148,6 +152,7 @@ void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<
   append_source_rows(source_rows, &ph.size_out, &ph, &in_row, 1, mode);
   const RowPadder<T> row_padder(pw, mode, value);
   const index_t size_out = pw.size_out;
+  const bool fill_plane_first = out_row == size_out && row_padder.fills_plane_first();
   [[maybe_unused]] const bool streamed =
       row_padder.constant && stores == Stores::streaming && out_row == size_out &&
       size_out * index_t(sizeof(T)) >= streamed_row_min_bytes && constant_rows_supported();
@@ -174,6 +179,12 @@ void pad_planes_fused(const StridedView<const T>& src_planes, const StridedView<
         continue;
       }
 #endif
+      if (fill_plane_first) {
+        for (index_t i = 0; i < length; ++i)
+          row_padder.write_plane(out + i * inner[0], in + i * inner[1], source_rows.data(),
+                                 ph.size_out);
+        continue;
+      }
       for (index_t i = 0; i < length; ++i)
         row_padder.write_rows(out + i * inner[0], out_row, in + i * inner[1], source_rows.data(),
                               ph.size_out);
