@@ -55,6 +55,19 @@ class BatchGeometry {
   }
 
   BatchKind kind() const { return kind_; }
+  /// Calls f(std::integral_constant<BatchKind, K>{}) with K = kind(): a loop in f that tests the
+  /// constant is compiled once per kind, and the accessors' kind checks fold away inside it.
+  template <class F>
+  void with_kind(F&& f) const {
+    switch (kind_) {
+      case BatchKind::exact:
+        return f(std::integral_constant<BatchKind, BatchKind::exact>{});
+      case BatchKind::padded:
+        return f(std::integral_constant<BatchKind, BatchKind::padded>{});
+      case BatchKind::packed:
+        return f(std::integral_constant<BatchKind, BatchKind::packed>{});
+    }
+  }
   index_t batch_size() const { return batch_; }
   /// Dims of an element before its last (element rank - 1).
   index_t columns() const { return columns_; }

@@ -52,10 +52,8 @@ void scatter_elements_into(const char* function, const B& batch,
   const BatchGeometry geometry = geometry_of(batch);
   Tensor<index_t> target_rows = Tensor<index_t>::empty(Shape{n});
   index_t* row_offset = target_rows.data();
-  // One copy of the loop per batch kind: where the kind is known, the geometry's per-call
-  // kind checks fold away and leave the loop.
-  auto find_offsets = [&](auto kind) {
-    if (geometry.kind() != kind()) return;
+  geometry.with_kind([&](auto kind) {
+    if (geometry.kind() != kind()) return;  // never: tells the compiler the kind inside the loop
     for (index_t k = 0; k < n; ++k) {
       const index_t e = targets_in[k];
       if (e < 0 || e >= batch_size)
@@ -75,10 +73,7 @@ void scatter_elements_into(const char* function, const B& batch,
       }
       row_offset[k] = offset;
     }
-  };
-  find_offsets(std::integral_constant<BatchKind, BatchKind::exact>{});
-  find_offsets(std::integral_constant<BatchKind, BatchKind::padded>{});
-  find_offsets(std::integral_constant<BatchKind, BatchKind::packed>{});
+  });
   check_distinct_elements(data.view(), function, "the batch's data");
 
   const Tensor<T> source = unaliased(updates, data.view());
