@@ -211,9 +211,11 @@ TBATCH_INLINE Tensor<index_t> packed_first_idx(const Tensor<index_t>& shape_per_
   const index_t columns = shape_per_tensor.size(1);
   const index_t* sizes = shape_per_tensor.data();  // contiguous, as every batch keeps it
   index_t* first = out.data();
-  for (index_t i = 0; i < batch; ++i)
-    first[i + 1] = row_count(sizes + i * columns, columns, function);
-  running_sum_in_place(first, batch);
+  // One pass: the row counts and their running sum.
+  first[0] = 0;
+  for (index_t i = 0; i < batch; ++i)  // elements of rank 2 have their size as their row count
+    append_running_sum(first, i,
+                       columns == 1 ? sizes[i] : row_count(sizes + i * columns, columns, function));
   return out;
 }
 

@@ -84,6 +84,15 @@ void check_first_idx(const char* function, const index_t* first, index_t batch, 
   }
 }
 
+/// first[i + 1] = first[i] + n, where n is element i's row count: ValueError when n is
+/// negative, ShapeError when the sum overflows.
+inline void append_running_sum(index_t* first, index_t i, index_t n) {
+  if (n < 0)
+    fail<ValueError>("get_first_idx", "numel_per_tensor[", i, "] = ", n,
+                     " is negative; expected >= 0");
+  first[i + 1] = checked_add(first[i], n, "get_first_idx");
+}
+
 /// Turns first[1..batch], a count per element, into first[0..batch] = 0 then their running sum
 /// in place, with get_first_idx's checks and errors.
 TBATCH_INLINE void running_sum_in_place(index_t* first, index_t batch);
@@ -148,13 +157,8 @@ TBATCH_INLINE Tensor<index_t> checked_shape_per_tensor(const Tensor<index_t>& sh
 
 TBATCH_INLINE void running_sum_in_place(index_t* first, index_t batch) {
   first[0] = 0;
-  for (index_t i = 0; i < batch; ++i) {
-    const index_t n = first[i + 1];
-    if (n < 0)
-      fail<ValueError>("get_first_idx", "numel_per_tensor[", i, "] = ", n,
-                       " is negative; expected >= 0");
-    first[i + 1] = checked_add(first[i], n, "get_first_idx");
-  }
+  for (index_t i = 0; i < batch; ++i)
+    append_running_sum(first, i, first[i + 1]);
 }
 
 }  // namespace detail

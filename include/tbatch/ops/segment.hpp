@@ -253,10 +253,12 @@ Tensor<T> segment_reduce(const PackedBatch<T>& batch, Reduce reduce) {
 /// segment_reduce (ValueError / ShapeError); TypeError for bool values.
 template <class T>
 Tensor<index_t> segment_argmax(const Tensor<T>& values, const Tensor<index_t>& first_idx) {
-  return detail::segment_arg_impl(
-      "segment_argmax", values, first_idx, [](const T& candidate, const T& best) {
-        return candidate > best || (detail::is_nan(candidate) && !detail::is_nan(best));
-      });
+  return detail::segment_arg_impl("segment_argmax", values, first_idx,
+                                  [](const T& candidate, const T& best) {
+                                    // candidate > best, or candidate NaN and best not: two compares
+                                    // that vectorise.
+                                    return !(candidate <= best) && !detail::is_nan(best);
+                                  });
 }
 
 /// segment_argmax of a packed batch: (B, last_dim) rows of batch.data().
@@ -268,10 +270,10 @@ Tensor<index_t> segment_argmax(const PackedBatch<T>& batch) {
 /// As segment_argmax, for the minimum (a NaN counts as the minimum, as torch.argmin).
 template <class T>
 Tensor<index_t> segment_argmin(const Tensor<T>& values, const Tensor<index_t>& first_idx) {
-  return detail::segment_arg_impl(
-      "segment_argmin", values, first_idx, [](const T& candidate, const T& best) {
-        return candidate < best || (detail::is_nan(candidate) && !detail::is_nan(best));
-      });
+  return detail::segment_arg_impl("segment_argmin", values, first_idx,
+                                  [](const T& candidate, const T& best) {
+                                    return !(candidate >= best) && !detail::is_nan(best);
+                                  });
 }
 
 /// segment_argmin of a packed batch: (B, last_dim) rows of batch.data().

@@ -193,14 +193,17 @@ void for_each_block_box(const std::vector<BlockDim>& dims, std::size_t d, Stride
                         StridedView<B> blocked, Visit& visit) {
   const std::size_t m = dims.size();
   if (d == m) {
-    // spatial is [batch, o counts..., remaining..., k counts...]: bring the k dims to the front.
-    const index_t rank = spatial.dim() - static_cast<index_t>(m);
-    std::vector<index_t> order;
-    for (index_t i = 0; i < static_cast<index_t>(m); ++i)
-      order.push_back(rank + i);
-    for (index_t i = 0; i < rank; ++i)
-      order.push_back(i);
-    visit(spatial.permute(order), blocked);
+    // spatial is [batch, o counts..., remaining..., k counts...]: bring the k dims to the front
+    // (a rotation of its dims, built directly: a permute would check a dims list).
+    const Layout& from = spatial.layout();
+    const std::size_t rank = from.shape.size() - m;
+    Layout rotated{Shape(from.shape.begin() + rank, from.shape.end()),
+                   Strides(from.strides.begin() + rank, from.strides.end()), from.offset};
+    for (std::size_t i = 0; i < rank; ++i) {
+      rotated.shape.push_back(from.shape[i]);
+      rotated.strides.push_back(from.strides[i]);
+    }
+    visit(spatial.with_layout(std::move(rotated)), blocked);
     return;
   }
   const BlockDim& dim = dims[d];
@@ -256,7 +259,8 @@ void copy_space_to_batch_box(StridedView<const T> from, StridedView<T> to, index
                              Stores stores) {
   const index_t batch = m > 0 ? from.size(m) : 1, rows = m > 0 ? from.size(m + 1) : 1;
   if (batch * rows <= 1 || from.numel() / (batch * rows) < min_slab_elements) {
-    copy_views(from, to, stores);
+    // The callers made `from` and the output disjoint already: no second overlap check.
+    copy_planned(as_words(from), as_words(to), stores);
     return;
   }
   const StridedView<const T> from_slab = from.select(m, 0).select(m, 0);

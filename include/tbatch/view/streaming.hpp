@@ -163,9 +163,13 @@ void copy_rows(T* out, index_t out_stride, const T* in, index_t in_stride, index
     return;
   }
   by_move_width(bytes, [&]<std::size_t W>(std::integral_constant<std::size_t, W>) {
-    for (index_t r = 0; r < rows; ++r)
-      two_moves<W>(reinterpret_cast<char*>(out + r * out_stride),
-                   reinterpret_cast<const char*>(in + r * in_stride), bytes);
+    if (bytes == W)  // one move, not two over the same bytes
+      for (index_t r = 0; r < rows; ++r)
+        std::memcpy(out + r * out_stride, in + r * in_stride, W);
+    else
+      for (index_t r = 0; r < rows; ++r)
+        two_moves<W>(reinterpret_cast<char*>(out + r * out_stride),
+                     reinterpret_cast<const char*>(in + r * in_stride), bytes);
   });
 }
 
