@@ -137,12 +137,22 @@ class BatchGeometry {
   /// Element i as one run of the data (and its slot's padding as the run after it) when the data
   /// is contiguous and the element fills the start of its slot; invalid otherwise.
   ElementRun run(index_t i) const {
-    if (!dense_) return {};
-    if (kind_ == BatchKind::packed) {
-      const index_t begin = first(i), end = first(i + 1);
-      return {begin * last_, (end - begin) * last_, 0};
+    switch (form_) {
+      case RunForm::none:
+        return {};
+      case RunForm::rows: {
+        const index_t begin = first(i), end = first(i + 1);
+        return {begin * last_, (end - begin) * last_, 0};
+      }
+      case RunForm::slot:
+        return {i * slot_, slot_, 0};
+      case RunForm::slot_rows: {
+        const index_t count = last_ * sizes_[i * size_row_];
+        return {i * slot_, count, slot_ - count};
+      }
+      case RunForm::slot_box:
+        break;
     }
-    if (kind_ == BatchKind::exact || columns_ == 0) return {i * slot_, slot_, 0};
     index_t count = last_ * size(i, 0);
     for (index_t d = 1; d < columns_; ++d) {
       const index_t size_d = size(i, d);
@@ -163,6 +173,7 @@ class BatchGeometry {
  private:
   BatchGeometry(BatchKind kind, const Layout& data)
       : kind_(kind), data_(&data), dense_(layout::is_contiguous(data)) {
+    form_ = !dense_ ? RunForm::none : kind == BatchKind::packed ? RunForm::rows : RunForm::slot;
     last_ = data.shape[data.dim() - 1];
     index_t slot = 1;
     for (index_t d = 1; d < data.dim(); ++d)
@@ -175,12 +186,19 @@ class BatchGeometry {
     sizes_ = shape_per_tensor.data();
     size_row_ = shape_per_tensor.stride(0);
     size_column_ = shape_per_tensor.stride(1);
+    if (form_ == RunForm::slot && kind_ == BatchKind::padded && columns_ > 0)
+      form_ = columns_ == 1 ? RunForm::slot_rows : RunForm::slot_box;
   }
   index_t first(index_t i) const { return first_[i * first_stride_]; }
+
+  // How run(i) finds element i's run, decided once from the kind, the data's density and the
+  // element rank, so that a per-element loop takes one predictable branch.
+  enum class RunForm : unsigned char { none, rows, slot, slot_rows, slot_box };
 
   BatchKind kind_;
   const Layout* data_;
   bool dense_;
+  RunForm form_;
   index_t last_ = 0;
   index_t slot_ = 0;  // data elements per slot (exact and padded)
   index_t batch_ = 0, columns_ = 0;
