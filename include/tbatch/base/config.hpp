@@ -27,6 +27,15 @@
 #else
 #define TBATCH_INLINE inline
 #endif
+// Where the ops' kernels run: in compiled mode a user's file calls the library's kernels through
+// non-template entry points on type-erased views (which only the library defines, dispatching on
+// the element width or dtype); header-only mode and the library itself instantiate the typed
+// kernel directly, so a file compiles only the kernels of the types it uses.
+#if defined(TBATCH_COMPILED) && !defined(TBATCH_BUILDING_LIBRARY)
+#define TBATCH_KERNELS_IN_LIBRARY 1
+#else
+#define TBATCH_KERNELS_IN_LIBRARY 0
+#endif
 
 namespace tbatch {
 

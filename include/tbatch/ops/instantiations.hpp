@@ -12,7 +12,6 @@
 #include "tbatch/batch/conversions.hpp"
 #include "tbatch/batch/pad_sequence.hpp"
 #include "tbatch/ops/pad.hpp"
-#include "tbatch/ops/space_to_batch.hpp"
 
 #define TBATCH_DETAIL_INSTANTIATE_LISTS(T, Item)                                                   \
   TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T> detail::padded_from_list<Item, T>(      \
@@ -43,9 +42,4 @@
       const Tensor<T>&, const Tensor<index_t>&, const Tensor<index_t>&, T,                         \
       const std::vector<index_t>&);                                                                \
   TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> pad<T>(                                      \
-      const Tensor<T>&, const std::vector<index_t>&, PadMode, T);                                  \
-  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> space_to_batch_nd<T>(                        \
-      const Tensor<T>&, const std::vector<index_t>&, const std::vector<std::array<index_t, 2>>&,   \
-      T);                                                                                          \
-  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> batch_to_space_nd<T>(                        \
-      const Tensor<T>&, const std::vector<index_t>&, const std::vector<std::array<index_t, 2>>&);
+      const Tensor<T>&, const std::vector<index_t>&, PadMode, T);
