@@ -2,8 +2,9 @@
 // Distributed batching over MPI: all-gather, gather and balanced scatter of packed batches,
 // all-gather of padded batches, and the all-to-all moves (by a rule, rebalancing, length
 // bucketing), across the ranks of a communicator. Optional: it needs an MPI implementation
-// (link tbatch::tbatch_mpi), so the umbrella tbatch.hpp does not include it. Every call agrees
-// on a descriptor first (mpi/agreement.hpp), so the ranks throw the same error together.
+// (link tbatch::tbatch_mpi, or tbatch::mpi_compiled in compiled mode), so the umbrella tbatch.hpp
+// does not include it. Every call agrees on a descriptor first (mpi/agreement.hpp), so the ranks
+// throw the same error together.
 
 #include <mpi.h>
 
