@@ -8,21 +8,24 @@
 #include <mpi.h>
 
 #include <cstdint>
-#include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/dtype.hpp"
-#include "tbatch/base/errors.hpp"
 #include "tbatch/mpi/balance.hpp"
-#include "tbatch/mpi/datatype.hpp"
+#include "tbatch/mpi/config.hpp"
 #include "tbatch/tensor/tensor.hpp"
 
-namespace tbatch::mpi::detail {
+#if TBATCH_MPI_DEFINITIONS
+#include <string>
+#include <tuple>
 
-using tbatch::detail::concat;
+#include "tbatch/base/errors.hpp"
+#include "tbatch/mpi/datatype.hpp"
+#endif
+
+namespace tbatch::mpi::detail {
 
 /// Which tbatch::mpi call a rank made; part of the descriptor so ranks that make different
 /// calls are told so instead of posting mismatched collectives.
@@ -35,32 +38,6 @@ enum class Collective : std::int64_t {
   rebalance = 6,
   bucket_by_size = 7
 };
-
-inline const char* collective_name(std::int64_t collective) {
-  switch (static_cast<Collective>(collective)) {
-    case Collective::allgather_packed:
-      return "allgather(PackedBatch)";
-    case Collective::allgather_padded:
-      return "allgather(PaddedBatch)";
-    case Collective::gather:
-      return "gather";
-    case Collective::scatter_balanced:
-      return "scatter_balanced";
-    case Collective::all_to_all:
-      return "all_to_all";
-    case Collective::rebalance:
-      return "rebalance";
-    case Collective::bucket_by_size:
-      return "bucket_by_size";
-  }
-  return "an unknown tbatch::mpi call";
-}
-
-inline std::string dtype_text(std::int64_t dtype) {
-  if (dtype < 0 || dtype > static_cast<std::int64_t>(DType::boolean))
-    return concat("<unknown dtype ", dtype, ">");
-  return std::string(dtype_name(static_cast<DType>(dtype)));
-}
 
 /// A rank's own argument that is wrong (found locally, raised on every rank after the exchange).
 enum class Problem : std::int64_t {
@@ -86,9 +63,6 @@ struct Descriptor {
 inline constexpr int descriptor_fields = 10;
 static_assert(sizeof(Descriptor) == descriptor_fields * sizeof(std::int64_t));
 
-/// For collectives whose arguments need no check beyond the descriptor's.
-inline constexpr auto no_argument_checks = [](Descriptor&, int) {};
-
 /// The outcome of the descriptor exchange, identical on every rank.
 struct Agreement {
   int size = 0;  // ranks in the communicator
@@ -100,7 +74,65 @@ struct Agreement {
 
 /// Size and rank of `comm`, after checking that it can be used (local checks: they hold on every
 /// rank alike or the program is not a valid MPI program).
-inline std::pair<int, int> communicator_shape(MPI_Comm comm, const char* function) {
+TBATCH_INLINE std::pair<int, int> communicator_shape(MPI_Comm comm, const char* function);
+
+/// All-gathers every rank's descriptor and checks, identically on every rank, that the ranks
+/// agree: the same call, the same root (in range), the same dtype, and for the gathers the same
+/// element rank and last dim among the ranks that hold elements (a rank with no elements
+/// constrains nothing). The result's element rank and last dim are those of the root for
+/// scatter_balanced, else of the first rank with elements (rank 0 if none has any). `dtype` is
+/// this rank's element type; `destination` (all_to_all's) is checked into this rank's
+/// descriptor (check_destination) when given.
+TBATCH_INLINE Agreement agree(MPI_Comm comm, Collective collective, const char* function,
+                              DType dtype, index_t element_rank, index_t last_dim, index_t batch,
+                              index_t rows, int root, const Tensor<index_t>* destination = nullptr);
+
+/// Row widths above INT_MAX cannot be described to MPI (a row type's count is int); checked
+/// before anything is allocated.
+TBATCH_INLINE void check_widths(const Agreement& a, index_t columns,
+                                const Displacements& by_element, const Displacements& by_row,
+                                const char* function);
+
+/// Element counts (field `batch`) or row counts (field `rows`) of every rank's descriptor.
+TBATCH_INLINE std::vector<index_t> per_rank(const Agreement& a, std::int64_t Descriptor::*field);
+
+/// The checks of an all_to_all destination tensor on this rank, recorded in its descriptor.
+TBATCH_INLINE void check_destination(Descriptor& d, int size, const Tensor<index_t>& destination);
+
+#if TBATCH_MPI_DEFINITIONS
+
+using tbatch::detail::concat;
+using tbatch::detail::fail;
+
+// The name of a Collective in the messages.
+TBATCH_INLINE const char* collective_name(std::int64_t collective) {
+  switch (static_cast<Collective>(collective)) {
+    case Collective::allgather_packed:
+      return "allgather(PackedBatch)";
+    case Collective::allgather_padded:
+      return "allgather(PaddedBatch)";
+    case Collective::gather:
+      return "gather";
+    case Collective::scatter_balanced:
+      return "scatter_balanced";
+    case Collective::all_to_all:
+      return "all_to_all";
+    case Collective::rebalance:
+      return "rebalance";
+    case Collective::bucket_by_size:
+      return "bucket_by_size";
+  }
+  return "an unknown tbatch::mpi call";
+}
+
+// A descriptor's dtype in the messages (any value: it came from another rank).
+TBATCH_INLINE std::string dtype_text(std::int64_t dtype) {
+  if (dtype < 0 || dtype > static_cast<std::int64_t>(DType::boolean))
+    return concat("<unknown dtype ", dtype, ">");
+  return std::string(dtype_name(static_cast<DType>(dtype)));
+}
+
+TBATCH_INLINE std::pair<int, int> communicator_shape(MPI_Comm comm, const char* function) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   if (!initialized)
@@ -123,25 +155,56 @@ inline std::pair<int, int> communicator_shape(MPI_Comm comm, const char* functio
   return {size, rank};
 }
 
-/// All-gathers every rank's descriptor and checks, identically on every rank, that the ranks
-/// agree: the same call, the same root (in range), the same dtype, and for the gathers the same
-/// element rank and last dim among the ranks that hold elements (a rank with no elements
-/// constrains nothing). The result's element rank and last dim are those of the root for
-/// scatter_balanced, else of the first rank with elements (rank 0 if none has any).
-template <class T, class CheckArguments>
-Agreement agree(MPI_Comm comm, Collective collective, const char* function, index_t element_rank,
-                index_t last_dim, index_t batch, index_t rows, int root,
-                CheckArguments&& check_arguments) {
+TBATCH_INLINE void check_widths(const Agreement& a, index_t columns,
+                                const Displacements& by_element, const Displacements& by_row,
+                                const char* function) {
+  if (columns > 0 && by_element.total > 0) int_count(columns, function, "the element rank - 1");
+  if (a.last_dim > 0 && by_row.total > 0) int_count(a.last_dim, function, "the last dim");
+}
+
+TBATCH_INLINE std::vector<index_t> per_rank(const Agreement& a, std::int64_t Descriptor::*field) {
+  std::vector<index_t> out;
+  out.reserve(a.all.size());
+  for (const Descriptor& d : a.all)
+    out.push_back(d.*field);
+  return out;
+}
+
+TBATCH_INLINE void check_destination(Descriptor& d, int size, const Tensor<index_t>& destination) {
+  if (destination.dim() != 1) {
+    d.problem = std::int64_t(Problem::destination_rank);
+    d.problem_value = destination.dim();
+    return;
+  }
+  if (destination.size(0) != d.batch) {
+    d.problem = std::int64_t(Problem::destination_length);
+    d.problem_value = destination.size(0);
+    return;
+  }
+  for (index_t i = 0; i < d.batch; ++i) {
+    const index_t to = destination(i);
+    if (to < 0 || to >= size) {
+      d.problem = std::int64_t(Problem::destination_value);
+      d.problem_index = i;
+      d.problem_value = to;
+      return;
+    }
+  }
+}
+
+TBATCH_INLINE Agreement agree(MPI_Comm comm, Collective collective, const char* function,
+                              DType dtype, index_t element_rank, index_t last_dim, index_t batch,
+                              index_t rows, int root, const Tensor<index_t>* destination) {
   Agreement a;
   std::tie(a.size, a.me) = communicator_shape(comm, function);
   Descriptor mine{static_cast<std::int64_t>(collective),
-                  static_cast<std::int64_t>(dtype_of<T>),
+                  static_cast<std::int64_t>(dtype),
                   element_rank,
                   last_dim,
                   batch,
                   rows,
                   root};
-  check_arguments(mine, a.size);
+  if (destination != nullptr) check_destination(mine, a.size, *destination);
   a.all.resize(static_cast<std::size_t>(a.size));
   check_mpi(MPI_Allgather(&mine, descriptor_fields, MPI_INT64_T, a.all.data(), descriptor_fields,
                           MPI_INT64_T, comm),
@@ -218,44 +281,7 @@ Agreement agree(MPI_Comm comm, Collective collective, const char* function, inde
   a.last_dim = all(shape_reference).last_dim;
   return a;
 }
-/// Row widths above INT_MAX cannot be described to MPI (a row type's count is int); checked
-/// before anything is allocated.
-inline void check_widths(const Agreement& a, index_t columns, const Displacements& by_element,
-                         const Displacements& by_row, const char* function) {
-  if (columns > 0 && by_element.total > 0) int_count(columns, function, "the element rank - 1");
-  if (a.last_dim > 0 && by_row.total > 0) int_count(a.last_dim, function, "the last dim");
-}
 
-/// Element counts (field `batch`) or row counts (field `rows`) of every rank's descriptor.
-inline std::vector<index_t> per_rank(const Agreement& a, std::int64_t Descriptor::*field) {
-  std::vector<index_t> out;
-  out.reserve(a.all.size());
-  for (const Descriptor& d : a.all)
-    out.push_back(d.*field);
-  return out;
-}
-
-/// The checks of an all_to_all destination tensor on this rank, recorded in its descriptor.
-inline void check_destination(Descriptor& d, int size, const Tensor<index_t>& destination) {
-  if (destination.dim() != 1) {
-    d.problem = std::int64_t(Problem::destination_rank);
-    d.problem_value = destination.dim();
-    return;
-  }
-  if (destination.size(0) != d.batch) {
-    d.problem = std::int64_t(Problem::destination_length);
-    d.problem_value = destination.size(0);
-    return;
-  }
-  for (index_t i = 0; i < d.batch; ++i) {
-    const index_t to = destination(i);
-    if (to < 0 || to >= size) {
-      d.problem = std::int64_t(Problem::destination_value);
-      d.problem_index = i;
-      d.problem_value = to;
-      return;
-    }
-  }
-}
+#endif  // TBATCH_MPI_DEFINITIONS
 
 }  // namespace tbatch::mpi::detail

@@ -4,27 +4,25 @@
 // displacements of the v-collectives, and where each element goes in a send buffer grouped by
 // destination rank.
 
+#include <vector>
+
+#include "tbatch/base/config.hpp"
+#include "tbatch/base/errors.hpp"
+#include "tbatch/mpi/config.hpp"
+
+#if TBATCH_MPI_DEFINITIONS
 #include <algorithm>
 #include <climits>
 #include <cstddef>
-#include <vector>
 
 #include "tbatch/base/checked_math.hpp"
-#include "tbatch/base/config.hpp"
-#include "tbatch/base/errors.hpp"
 #include "tbatch/batch/metadata.hpp"
+#endif
 
 namespace tbatch::mpi::detail {
 
-using tbatch::detail::checked_add;
-using tbatch::detail::fail;
-
 /// `value` as an MPI int count; ShapeError naming `what` when it does not fit.
-inline int int_count(index_t value, const char* function, const char* what) {
-  if (value > INT_MAX)
-    fail<ShapeError>(function, what, " ", value, " exceeds MPI's int count limit ", INT_MAX);
-  return static_cast<int>(value);
-}
+TBATCH_INLINE int int_count(index_t value, const char* function, const char* what);
 
 /// Counts and displacements of a v-collective that places each rank's items after the previous
 /// rank's. When `limited` (the items are really sent), a count or displacement above INT_MAX is
@@ -34,8 +32,77 @@ struct Displacements {
   index_t total = 0;
 };
 
-inline Displacements displacements(const std::vector<index_t>& items, bool limited,
-                                   const char* function, const char* unit) {
+TBATCH_INLINE Displacements displacements(const std::vector<index_t>& items, bool limited,
+                                          const char* function, const char* unit);
+
+/// Element boundaries splitting a packed batch (its first_idx, B + 1 row offsets) into `parts`
+/// contiguous shares balanced by rows: share k is elements [bounds[k], bounds[k + 1]).
+/// Boundary k is the element start whose row offset is nearest to k * total_rows / parts
+/// (ties: the start nearer to k * B / parts); among starts with that same offset (zero-row
+/// elements) the one nearest to k * B / parts. So each share's rows differ from
+/// total_rows / parts by at most the largest element's row count, and batches of zero-row
+/// elements are split by element count. ValueError for parts < 1 or batch < 0.
+TBATCH_INLINE std::vector<index_t> balanced_boundaries(const index_t* first_idx, index_t batch,
+                                                       int parts);
+
+/// The share of `ranks` contiguous shares, balanced by rows (balanced_boundaries), that holds
+/// position p of a sequence whose row counts are `rows` (in that order).
+TBATCH_INLINE std::vector<int> balanced_shares(const std::vector<index_t>& rows, int ranks);
+
+/// Rank `me`'s part of `global` (one entry per element of every rank, rank 0's first), where
+/// rank r holds batches[r] elements.
+TBATCH_INLINE std::vector<int> local_part(const std::vector<index_t>& batches, int me,
+                                          const std::vector<int>& global);
+
+/// Positions in order of size: the indices of `rows` sorted by (rows, index).
+TBATCH_INLINE std::vector<index_t> size_order(const std::vector<index_t>& rows);
+
+/// Length bucketing: share[g] is the rank that gets global element g when the elements, sorted
+/// by (rows, global index), are split into `ranks` contiguous shares balanced by rows; `order`
+/// lists, for rank `me`, the positions in what it receives (global order) of its elements in
+/// sorted order.
+struct Buckets {
+  std::vector<int> share;
+  std::vector<index_t> order;
+};
+
+TBATCH_INLINE Buckets buckets_by_size(const std::vector<index_t>& rows, int ranks, int me);
+
+/// Where each element goes when element i (of rows[i] rows) is sent to rank destination[i]
+/// (each in [0, ranks)): a stable counting sort by destination into send buffers that hold each
+/// destination's elements contiguously.
+struct SendPlan {
+  std::vector<index_t> elements, rows;      // per destination rank
+  std::vector<index_t> element_at, row_at;  // per element: its shape row and first data row
+  bool in_order = true;  // destinations ascending: the batch is its own send buffer
+};
+
+TBATCH_INLINE SendPlan plan_sends(const std::vector<index_t>& rows,
+                                  const std::vector<int>& destination, int ranks);
+
+/// Per destination rank, the runs of rows it gets from a packed batch (first_idx of B + 1
+/// offsets, all at most INT_MAX), consecutive elements merged into one run: the blocks of an
+/// indexed MPI type that sends them without a packing copy.
+struct RowRuns {
+  std::vector<std::vector<int>> starts, lengths;
+};
+
+TBATCH_INLINE RowRuns destination_runs(const index_t* first_idx,
+                                       const std::vector<int>& destination, int ranks);
+
+#if TBATCH_MPI_DEFINITIONS
+
+using tbatch::detail::checked_add;
+using tbatch::detail::fail;
+
+TBATCH_INLINE int int_count(index_t value, const char* function, const char* what) {
+  if (value > INT_MAX)
+    fail<ShapeError>(function, what, " ", value, " exceeds MPI's int count limit ", INT_MAX);
+  return static_cast<int>(value);
+}
+
+TBATCH_INLINE Displacements displacements(const std::vector<index_t>& items, bool limited,
+                                          const char* function, const char* unit) {
   Displacements d;
   d.counts.resize(items.size());
   d.displs.resize(items.size());
@@ -57,15 +124,8 @@ inline Displacements displacements(const std::vector<index_t>& items, bool limit
   return d;
 }
 
-/// Element boundaries splitting a packed batch (its first_idx, B + 1 row offsets) into `parts`
-/// contiguous shares balanced by rows: share k is elements [bounds[k], bounds[k + 1]).
-/// Boundary k is the element start whose row offset is nearest to k * total_rows / parts
-/// (ties: the start nearer to k * B / parts); among starts with that same offset (zero-row
-/// elements) the one nearest to k * B / parts. So each share's rows differ from
-/// total_rows / parts by at most the largest element's row count, and batches of zero-row
-/// elements are split by element count. ValueError for parts < 1 or batch < 0.
-inline std::vector<index_t> balanced_boundaries(const index_t* first_idx, index_t batch,
-                                                int parts) {
+TBATCH_INLINE std::vector<index_t> balanced_boundaries(const index_t* first_idx, index_t batch,
+                                                       int parts) {
   if (parts < 1 || batch < 0)
     fail<ValueError>("mpi::balanced_boundaries", "cannot split a batch of ", batch,
                      " elements into ", parts, " parts; expected at least 0 and 1");
@@ -100,9 +160,7 @@ inline std::vector<index_t> balanced_boundaries(const index_t* first_idx, index_
   return bounds;
 }
 
-/// The share of `ranks` contiguous shares, balanced by rows (balanced_boundaries), that holds
-/// position p of a sequence whose row counts are `rows` (in that order).
-inline std::vector<int> balanced_shares(const std::vector<index_t>& rows, int ranks) {
+TBATCH_INLINE std::vector<int> balanced_shares(const std::vector<index_t>& rows, int ranks) {
   std::vector<index_t> first(rows.size() + 1, 0);
   std::copy(rows.begin(), rows.end(), first.begin() + 1);
   tbatch::detail::running_sum_in_place(first.data(), index_t(rows.size()));
@@ -115,10 +173,8 @@ inline std::vector<int> balanced_shares(const std::vector<index_t>& rows, int ra
   return share;
 }
 
-/// Rank `me`'s part of `global` (one entry per element of every rank, rank 0's first), where
-/// rank r holds batches[r] elements.
-inline std::vector<int> local_part(const std::vector<index_t>& batches, int me,
-                                   const std::vector<int>& global) {
+TBATCH_INLINE std::vector<int> local_part(const std::vector<index_t>& batches, int me,
+                                          const std::vector<int>& global) {
   index_t offset = 0;
   for (int r = 0; r < me; ++r)
     offset += batches[std::size_t(r)];
@@ -126,8 +182,7 @@ inline std::vector<int> local_part(const std::vector<index_t>& batches, int me,
                           global.begin() + offset + batches[std::size_t(me)]);
 }
 
-/// Positions in order of size: the indices of `rows` sorted by (rows, index).
-inline std::vector<index_t> size_order(const std::vector<index_t>& rows) {
+TBATCH_INLINE std::vector<index_t> size_order(const std::vector<index_t>& rows) {
   std::vector<index_t> sorted(rows.size());
   for (std::size_t g = 0; g < rows.size(); ++g)
     sorted[g] = index_t(g);
@@ -137,16 +192,7 @@ inline std::vector<index_t> size_order(const std::vector<index_t>& rows) {
   return sorted;
 }
 
-/// Length bucketing: share[g] is the rank that gets global element g when the elements, sorted
-/// by (rows, global index), are split into `ranks` contiguous shares balanced by rows; `order`
-/// lists, for rank `me`, the positions in what it receives (global order) of its elements in
-/// sorted order.
-struct Buckets {
-  std::vector<int> share;
-  std::vector<index_t> order;
-};
-
-inline Buckets buckets_by_size(const std::vector<index_t>& rows, int ranks, int me) {
+TBATCH_INLINE Buckets buckets_by_size(const std::vector<index_t>& rows, int ranks, int me) {
   const std::vector<index_t> sorted = size_order(rows);
   std::vector<index_t> sorted_rows(rows.size());
   for (std::size_t p = 0; p < rows.size(); ++p)
@@ -166,17 +212,8 @@ inline Buckets buckets_by_size(const std::vector<index_t>& rows, int ranks, int 
   return b;
 }
 
-/// Where each element goes when element i (of rows[i] rows) is sent to rank destination[i]
-/// (each in [0, ranks)): a stable counting sort by destination into send buffers that hold each
-/// destination's elements contiguously.
-struct SendPlan {
-  std::vector<index_t> elements, rows;      // per destination rank
-  std::vector<index_t> element_at, row_at;  // per element: its shape row and first data row
-  bool in_order = true;  // destinations ascending: the batch is its own send buffer
-};
-
-inline SendPlan plan_sends(const std::vector<index_t>& rows, const std::vector<int>& destination,
-                           int ranks) {
+TBATCH_INLINE SendPlan plan_sends(const std::vector<index_t>& rows,
+                                  const std::vector<int>& destination, int ranks) {
   SendPlan plan;
   const std::size_t batch = rows.size();
   plan.elements.assign(std::size_t(ranks), 0);
@@ -202,15 +239,8 @@ inline SendPlan plan_sends(const std::vector<index_t>& rows, const std::vector<i
   return plan;
 }
 
-/// Per destination rank, the runs of rows it gets from a packed batch (first_idx of B + 1
-/// offsets, all at most INT_MAX), consecutive elements merged into one run: the blocks of an
-/// indexed MPI type that sends them without a packing copy.
-struct RowRuns {
-  std::vector<std::vector<int>> starts, lengths;
-};
-
-inline RowRuns destination_runs(const index_t* first_idx, const std::vector<int>& destination,
-                                int ranks) {
+TBATCH_INLINE RowRuns destination_runs(const index_t* first_idx,
+                                       const std::vector<int>& destination, int ranks) {
   RowRuns runs;
   runs.starts.resize(std::size_t(ranks));
   runs.lengths.resize(std::size_t(ranks));
@@ -226,5 +256,7 @@ inline RowRuns destination_runs(const index_t* first_idx, const std::vector<int>
   }
   return runs;
 }
+
+#endif  // TBATCH_MPI_DEFINITIONS
 
 }  // namespace tbatch::mpi::detail

@@ -4,14 +4,19 @@
 
 #include <mpi.h>
 
-#include <string>
-#include <type_traits>
 #include <utility>
 
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/dtype.hpp"
+#include "tbatch/mpi/config.hpp"
+
+#if TBATCH_MPI_DEFINITIONS
+#include <string>
+#include <type_traits>
+
 #include "tbatch/base/errors.hpp"
 #include "tbatch/mpi/balance.hpp"
+#endif
 
 namespace tbatch::mpi {
 
@@ -27,30 +32,17 @@ class Datatype {
 
   Datatype(Datatype&& other) noexcept
       : type_(other.type_), owned_(std::exchange(other.owned_, false)) {}
-  Datatype& operator=(Datatype&& other) noexcept {
-    if (this != &other) {
-      release();
-      type_ = other.type_;
-      owned_ = std::exchange(other.owned_, false);
-    }
-    return *this;
-  }
+  TBATCH_INLINE Datatype& operator=(Datatype&& other) noexcept;
   Datatype(const Datatype&) = delete;
   Datatype& operator=(const Datatype&) = delete;
-  ~Datatype() { release(); }
+  TBATCH_INLINE ~Datatype();
 
   MPI_Datatype get() const { return type_; }
   bool is_owned() const { return owned_; }
 
  private:
   Datatype(MPI_Datatype type, bool owned) : type_(type), owned_(owned) {}
-  void release() noexcept {
-    if (!owned_) return;
-    owned_ = false;
-    int finalized = 1;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Type_free(&type_);
-  }
+  TBATCH_INLINE void release() noexcept;
 
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
   bool owned_ = false;
@@ -60,46 +52,20 @@ namespace detail {
 
 /// Throws tbatch::Error "<function>: <call> failed: <MPI's error text>" unless `code` is
 /// MPI_SUCCESS (reached only when the communicator's error handler returns errors).
-inline void check_mpi(int code, const char* function, const char* call) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
-  fail<Error>(function, call, " failed with MPI error code ", code, ": ",
-              std::string(text, static_cast<std::size_t>(length)));
-}
+TBATCH_INLINE void check_mpi(int code, const char* function, const char* call);
 
 /// Commits `type` and returns it owned (freed again if the commit fails).
-inline Datatype commit_owned(MPI_Datatype type, const char* function) {
-  const int code = MPI_Type_commit(&type);
-  if (code != MPI_SUCCESS) {
-    MPI_Type_free(&type);
-    check_mpi(code, function, "MPI_Type_commit");
-  }
-  return Datatype::owned(type);
-}
+TBATCH_INLINE Datatype commit_owned(MPI_Datatype type, const char* function);
 
 /// A committed contiguous type of `count` elements of `element`.
-inline Datatype contiguous(index_t count, MPI_Datatype element, const char* function,
-                           const char* what) {
-  MPI_Datatype type = MPI_DATATYPE_NULL;
-  check_mpi(MPI_Type_contiguous(int_count(count, function, what), element, &type), function,
-            "MPI_Type_contiguous");
-  return commit_owned(type, function);
-}
+TBATCH_INLINE Datatype contiguous(index_t count, MPI_Datatype element, const char* function,
+                                  const char* what);
 
-/// The MPI type of one element of `dtype`, from TBATCH_FOR_EACH_ELEMENT_TYPE.
-inline MPI_Datatype mpi_element(DType dtype) {
-  return tbatch::detail::dispatch_dtype(
-      dtype,
-      []<class T>(std::type_identity<T>) -> MPI_Datatype {
-#define TBATCH_MPI_ELEMENT(type, tag, name, code, bits, safetensors, mpi_type) \
-  if constexpr (std::is_same_v<T, type>) return mpi_type;
-        TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_MPI_ELEMENT)
-#undef TBATCH_MPI_ELEMENT
-      },
-      "mpi::datatype_of");
-}
+/// The MPI datatype of one element of `dtype` (datatype_of<T> is that of dtype_of<T>).
+TBATCH_INLINE Datatype element_datatype(DType dtype);
+
+/// A committed contiguous type of `width` elements of `dtype`: one row of a batch's data.
+TBATCH_INLINE Datatype row_type(DType dtype, index_t width, const char* function);
 
 }  // namespace detail
 
@@ -109,11 +75,85 @@ inline MPI_Datatype mpi_element(DType dtype) {
 /// type for (the bits are moved unchanged).
 template <Element T>
 Datatype datatype_of() {
-  using U = std::remove_cv_t<T>;
-  const MPI_Datatype element = detail::mpi_element(dtype_of<U>);
-  if (element == MPI_BYTE && sizeof(U) > 1)
-    return detail::contiguous(index_t(sizeof(U)), MPI_BYTE, "mpi::datatype_of", "blob size");
-  return Datatype::predefined(element);
+  return detail::element_datatype(dtype_of<T>);
 }
+
+#if TBATCH_MPI_DEFINITIONS
+
+TBATCH_INLINE Datatype& Datatype::operator=(Datatype&& other) noexcept {
+  if (this != &other) {
+    release();
+    type_ = other.type_;
+    owned_ = std::exchange(other.owned_, false);
+  }
+  return *this;
+}
+
+TBATCH_INLINE Datatype::~Datatype() {
+  release();
+}
+
+TBATCH_INLINE void Datatype::release() noexcept {
+  if (!owned_) return;
+  owned_ = false;
+  int finalized = 1;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Type_free(&type_);
+}
+
+namespace detail {
+
+using tbatch::detail::fail;
+
+TBATCH_INLINE void check_mpi(int code, const char* function, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
+  fail<Error>(function, call, " failed with MPI error code ", code, ": ",
+              std::string(text, static_cast<std::size_t>(length)));
+}
+
+TBATCH_INLINE Datatype commit_owned(MPI_Datatype type, const char* function) {
+  const int code = MPI_Type_commit(&type);
+  if (code != MPI_SUCCESS) {
+    MPI_Type_free(&type);
+    check_mpi(code, function, "MPI_Type_commit");
+  }
+  return Datatype::owned(type);
+}
+
+TBATCH_INLINE Datatype contiguous(index_t count, MPI_Datatype element, const char* function,
+                                  const char* what) {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  check_mpi(MPI_Type_contiguous(int_count(count, function, what), element, &type), function,
+            "MPI_Type_contiguous");
+  return commit_owned(type, function);
+}
+
+// The predefined type from TBATCH_FOR_EACH_ELEMENT_TYPE, or a 2-byte blob where MPI has none.
+TBATCH_INLINE Datatype element_datatype(DType dtype) {
+  return tbatch::detail::dispatch_dtype(
+      dtype,
+      []<class T>(std::type_identity<T>) -> Datatype {
+        MPI_Datatype element = MPI_DATATYPE_NULL;
+#define TBATCH_MPI_ELEMENT(type, tag, name, code, bits, safetensors, mpi_type) \
+  if constexpr (std::is_same_v<T, type>) element = mpi_type;
+        TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_MPI_ELEMENT)
+#undef TBATCH_MPI_ELEMENT
+        if (element == MPI_BYTE && sizeof(T) > 1)
+          return contiguous(index_t(sizeof(T)), MPI_BYTE, "mpi::datatype_of", "blob size");
+        return Datatype::predefined(element);
+      },
+      "mpi::datatype_of");
+}
+
+TBATCH_INLINE Datatype row_type(DType dtype, index_t width, const char* function) {
+  return contiguous(width, element_datatype(dtype).get(), function, "row width");
+}
+
+}  // namespace detail
+
+#endif  // TBATCH_MPI_DEFINITIONS
 
 }  // namespace tbatch::mpi

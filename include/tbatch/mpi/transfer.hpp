@@ -9,14 +9,32 @@
 #include <utility>
 
 #include "tbatch/base/config.hpp"
+#include "tbatch/base/dtype.hpp"
 #include "tbatch/batch/geometry.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/mpi/agreement.hpp"
 #include "tbatch/mpi/balance.hpp"
-#include "tbatch/mpi/datatype.hpp"
+#include "tbatch/mpi/config.hpp"
 #include "tbatch/tensor/tensor.hpp"
 
+#if TBATCH_MPI_DEFINITIONS
+#include "tbatch/mpi/datatype.hpp"
+#endif
+
 namespace tbatch::mpi::detail {
+
+/// The MPI part of collect_rows, on bytes: MPI_Allgatherv in place into `out` (root < 0), or
+/// MPI_Gatherv of `send` (this rank's rows, dense; unused on root) into `out` on root, in rows
+/// of `width` elements of `dtype`.
+TBATCH_INLINE void gather_rows(MPI_Comm comm, int root, const Agreement& a, const void* send,
+                               void* out, DType dtype, index_t width, const Displacements& d,
+                               const char* function);
+
+/// The MPI part of distribute_rows, on bytes: MPI_Scatterv of `source` (dense; read on root
+/// only) into `out`, in rows of `width` elements of `dtype`.
+TBATCH_INLINE void scatter_rows(MPI_Comm comm, int root, const Agreement& a, const void* source,
+                                void* out, DType dtype, index_t width, const Displacements& d,
+                                const char* function);
 
 /// Collects every rank's `local` rows (n, width), in rank order, into `out` (total, width) on
 /// every rank (root < 0: MPI_Allgatherv in place) or on `root` (MPI_Gatherv; `out` is unused
@@ -25,24 +43,14 @@ template <class T>
 void collect_rows(MPI_Comm comm, int root, const Agreement& a, const Tensor<T>& local,
                   Tensor<T>* out, index_t width, const Displacements& d, const char* function) {
   if (d.total == 0 || width == 0) return;
-  const Datatype row = contiguous(width, datatype_of<T>().get(), function, "row width");
   const auto me = static_cast<std::size_t>(a.me);
-  const int count = d.counts[me];
   if (root < 0 || a.me == root) {
+    const int count = d.counts[me];
     if (count > 0) copy(local.view(), out->narrow(0, d.displs[me], count).view());
-    if (root < 0)
-      check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out->data(), d.counts.data(),
-                               d.displs.data(), row.get(), comm),
-                function, "MPI_Allgatherv");
-    else
-      check_mpi(MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out->data(), d.counts.data(),
-                            d.displs.data(), row.get(), root, comm),
-                function, "MPI_Gatherv");
+    gather_rows(comm, root, a, nullptr, out->data(), dtype_of<T>, width, d, function);
   } else {
     const Tensor<T> dense = local.contiguous();
-    check_mpi(MPI_Gatherv(dense.data(), count, row.get(), nullptr, d.counts.data(), d.displs.data(),
-                          row.get(), root, comm),
-              function, "MPI_Gatherv");
+    gather_rows(comm, root, a, dense.data(), nullptr, dtype_of<T>, width, d, function);
   }
 }
 
@@ -51,17 +59,11 @@ template <class T>
 void distribute_rows(MPI_Comm comm, int root, const Agreement& a, const Tensor<T>* source,
                      Tensor<T>& out, index_t width, const Displacements& d, const char* function) {
   if (d.total == 0 || width == 0) return;
-  const Datatype row = contiguous(width, datatype_of<T>().get(), function, "row width");
-  const int count = d.counts[static_cast<std::size_t>(a.me)];
   if (a.me == root) {
     const Tensor<T> dense = source->contiguous();
-    check_mpi(MPI_Scatterv(dense.data(), d.counts.data(), d.displs.data(), row.get(), out.data(),
-                           count, row.get(), root, comm),
-              function, "MPI_Scatterv");
+    scatter_rows(comm, root, a, dense.data(), out.data(), dtype_of<T>, width, d, function);
   } else {
-    check_mpi(MPI_Scatterv(nullptr, d.counts.data(), d.displs.data(), row.get(), out.data(), count,
-                           row.get(), root, comm),
-              function, "MPI_Scatterv");
+    scatter_rows(comm, root, a, nullptr, out.data(), dtype_of<T>, width, d, function);
   }
 }
 
@@ -105,5 +107,36 @@ PackedBatch<T> collect_packed(MPI_Comm comm, int root, const Agreement& a,
   if (!receives) return empty_packed<T>(a.element_rank, a.last_dim);
   return assemble(std::move(data), shapes, function);
 }
+
+#if TBATCH_MPI_DEFINITIONS
+
+TBATCH_INLINE void gather_rows(MPI_Comm comm, int root, const Agreement& a, const void* send,
+                               void* out, DType dtype, index_t width, const Displacements& d,
+                               const char* function) {
+  const Datatype row = row_type(dtype, width, function);
+  if (root < 0)
+    check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, d.counts.data(),
+                             d.displs.data(), row.get(), comm),
+              function, "MPI_Allgatherv");
+  else if (a.me == root)
+    check_mpi(MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, d.counts.data(), d.displs.data(),
+                          row.get(), root, comm),
+              function, "MPI_Gatherv");
+  else
+    check_mpi(MPI_Gatherv(send, d.counts[static_cast<std::size_t>(a.me)], row.get(), nullptr,
+                          d.counts.data(), d.displs.data(), row.get(), root, comm),
+              function, "MPI_Gatherv");
+}
+
+TBATCH_INLINE void scatter_rows(MPI_Comm comm, int root, const Agreement& a, const void* source,
+                                void* out, DType dtype, index_t width, const Displacements& d,
+                                const char* function) {
+  const Datatype row = row_type(dtype, width, function);
+  check_mpi(MPI_Scatterv(source, d.counts.data(), d.displs.data(), row.get(), out,
+                         d.counts[static_cast<std::size_t>(a.me)], row.get(), root, comm),
+            function, "MPI_Scatterv");
+}
+
+#endif  // TBATCH_MPI_DEFINITIONS
 
 }  // namespace tbatch::mpi::detail
