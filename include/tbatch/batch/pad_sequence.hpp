@@ -6,7 +6,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "tbatch/base/config.hpp"
 #include "tbatch/batch/conversions.hpp"
+
+#if !TBATCH_KERNELS_IN_LIBRARY
+#include "tbatch/batch/conversions_kernel.hpp"
+#endif
 
 namespace tbatch {
 
@@ -15,6 +20,34 @@ namespace detail {
 /// pad_sequence of a list of views. Each element gets a trailing dim of 1, so the padded
 /// conversion's writer, which pads every dim but the last, pads the sequence dim (the others
 /// are checked equal); batch_first == false writes through the transposed view of `out`.
+template <class T>
+Tensor<T> padded_sequence(const std::vector<StridedView<const T>>& list, T padding_value,
+                          bool batch_first);
+
+}  // namespace detail
+
+/// torch.nn.utils.rnn.pad_sequence: the sequences of `list` (any ElementList), each of shape
+/// (L_i, *) with the same dims * (1-d sequences of scalars included), padded with
+/// `padding_value` to the longest and stacked into a plain tensor (B, max L, *), or
+/// (max L, B, *) when batch_first is false. ShapeError naming the element whose dims * differ
+/// from element 0's or that has rank 0; ValueError for an empty list (as in torch: the dims *
+/// are unknown).
+template <ElementList List>
+Tensor<list_value_t<List>> pad_sequence(const List& list,
+                                        std::type_identity_t<list_value_t<List>> padding_value,
+                                        bool batch_first = true) {
+  return detail::with_element_vector(list, [&](const auto& elements) {
+    return detail::padded_sequence(elements, padding_value, batch_first);
+  });
+}
+
+}  // namespace tbatch
+
+// The body, where the conversions' kernels are visible (a compiled-mode file calls the
+// library's instantiation).
+#if !TBATCH_KERNELS_IN_LIBRARY
+namespace tbatch::detail {
+
 template <class T>
 Tensor<T> padded_sequence(const std::vector<StridedView<const T>>& list, T padding_value,
                           bool batch_first) {
@@ -47,21 +80,5 @@ Tensor<T> padded_sequence(const std::vector<StridedView<const T>>& list, T paddi
   return out;
 }
 
-}  // namespace detail
-
-/// torch.nn.utils.rnn.pad_sequence: the sequences of `list` (any ElementList), each of shape
-/// (L_i, *) with the same dims * (1-d sequences of scalars included), padded with
-/// `padding_value` to the longest and stacked into a plain tensor (B, max L, *), or
-/// (max L, B, *) when batch_first is false. ShapeError naming the element whose dims * differ
-/// from element 0's or that has rank 0; ValueError for an empty list (as in torch: the dims *
-/// are unknown).
-template <ElementList List>
-Tensor<list_value_t<List>> pad_sequence(const List& list,
-                                        std::type_identity_t<list_value_t<List>> padding_value,
-                                        bool batch_first = true) {
-  return detail::with_element_vector(list, [&](const auto& elements) {
-    return detail::padded_sequence(elements, padding_value, batch_first);
-  });
-}
-
-}  // namespace tbatch
+}  // namespace tbatch::detail
+#endif

@@ -23,23 +23,26 @@
   TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> detail::packed_into_from_list<Item, T>( \
       const std::vector<Item>&, Tensor<T>);
 
-#define TBATCH_DETAIL_INSTANTIATE(T, ...)                                                          \
-  TBATCH_DETAIL_INSTANTIATE_LISTS(T, Tensor<T>)                                                    \
-  TBATCH_DETAIL_INSTANTIATE_LISTS(T, StridedView<const T>)                                         \
-  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> detail::padded_sequence<T>(                  \
-      const std::vector<StridedView<const T>>&, T, bool);                                          \
-  TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> to_packed<PaddedBatch<T>>(              \
-      const PaddedBatch<T>&);                                                                      \
-  TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T> to_packed<ExactBatch<T>>(               \
-      const ExactBatch<T>&);                                                                       \
-  TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T> to_padded<PackedBatch<T>>(              \
-      const PackedBatch<T>&, T, const std::vector<index_t>&);                                      \
-  TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T> to_padded<ExactBatch<T>>(               \
-      const ExactBatch<T>&, T, const std::vector<index_t>&);                                       \
-  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> padded_to_packed<T>(const Tensor<T>&,        \
-                                                                          const Tensor<index_t>&); \
-  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> packed_to_padded<T>(                         \
-      const Tensor<T>&, const Tensor<index_t>&, const Tensor<index_t>&, T,                         \
-      const std::vector<index_t>&);                                                                \
-  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> pad<T>(                                      \
+#define TBATCH_DETAIL_INSTANTIATE(T, ...)                                                         \
+  TBATCH_DETAIL_INSTANTIATE_LISTS(T, Tensor<T>)                                                   \
+  TBATCH_DETAIL_INSTANTIATE_LISTS(T, StridedView<const T>)                                        \
+  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> detail::padded_sequence<T>(                 \
+      const std::vector<StridedView<const T>>&, T, bool);                                         \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T>                                        \
+  detail::packed_from_batch<PaddedBatch<T>>(const PaddedBatch<T>&);                               \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T>                                        \
+  detail::packed_from_batch<ExactBatch<T>>(const ExactBatch<T>&);                                 \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T>                                        \
+  detail::padded_from_batch<PackedBatch<T>>(const PackedBatch<T>&, T,                             \
+                                            const std::vector<index_t>&);                         \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T>                                        \
+  detail::padded_from_batch<PaddedBatch<T>>(const PaddedBatch<T>&, T,                             \
+                                            const std::vector<index_t>&);                         \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T>                                        \
+  detail::padded_from_batch<ExactBatch<T>>(const ExactBatch<T>&, T, const std::vector<index_t>&); \
+  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> detail::stack_equal<T>(                     \
+      const std::vector<Tensor<T>>&, const char*);                                                \
+  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> detail::tiled_to_packed<T>(                 \
+      const Tensor<T>&, const Tensor<index_t>&);                                                  \
+  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> pad<T>(                                     \
       const Tensor<T>&, const std::vector<index_t>&, PadMode, T);
