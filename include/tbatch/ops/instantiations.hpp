@@ -42,8 +42,6 @@
   TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> packed_to_padded<T>(                         \
       const Tensor<T>&, const Tensor<index_t>&, const Tensor<index_t>&, T,                         \
       const std::vector<index_t>&);                                                                \
-  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> pad<T>(                                      \
-      const Tensor<T>&, const std::vector<index_t>&, PadMode, T);                                  \
   TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> space_to_batch_nd<T>(                        \
       const Tensor<T>&, const std::vector<index_t>&, const std::vector<std::array<index_t, 2>>&,   \
       T);                                                                                          \
