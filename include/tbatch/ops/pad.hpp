@@ -54,12 +54,53 @@ TBATCH_INLINE void pad_raw(const RawView& src, const RawView& dst, const std::ve
 TBATCH_INLINE void pad_into_raw(const RawView& x, const std::vector<index_t>& pad,
                                 const RawView& out, PadMode mode, const void* value);
 
+#if TBATCH_DEFINITIONS
+// Their bodies for the word W of the element width. Header-only mode calls them directly, so a
+// file compiles only the widths it pads; the library's pad_raw / pad_into_raw dispatch to them.
+
+template <class W>
+void pad_words(const RawView& src, const RawView& dst, const std::vector<DimPad>& pads,
+               PadMode mode, const void* value) {
+  W fill;
+  std::memcpy(&fill, value, sizeof(W));
+  pad_views<W>(typed_view<const W>(src), typed_view<W>(dst), pads, mode, fill,
+               stores_for(dst.layout.shape.numel() * index_t(sizeof(W))));
+}
+
+template <class W>
+void pad_into_words(const RawView& x, const std::vector<index_t>& pad, const RawView& out,
+                    PadMode mode, const void* value) {
+  const std::vector<DimPad> pads = pads_from_flat(pad, x.layout.dim(), "pad_into", tensor_subject);
+  const Shape expected = padded_shape(x.layout.shape, pads, mode, "pad_into");
+  if (!(out.layout.shape == expected))
+    fail<ShapeError>("pad_into", "out has shape ", out.layout.shape, " but x of shape ",
+                     x.layout.shape, " padded by ", listed(pad), " has shape ", expected);
+  const StridedView<W> to = typed_view<W>(out);
+  check_distinct_elements(to, "pad_into");
+  StridedView<const W> from = typed_view<const W>(x);
+  std::shared_ptr<Storage> staging;  // a copy of x when it shares elements with out
+  if (may_share_elements(from, to)) {
+    staging = Storage::allocate(from.numel(), index_t(sizeof(W)));
+    const StridedView<W> copy(static_cast<W*>(staging->data()), from.shape());
+    copy_planned<W, W>(from, copy);
+    from = copy;
+  }
+  W fill;
+  std::memcpy(&fill, value, sizeof(W));
+  pad_views<W>(from, to, pads, mode, fill, stores_for_output(to));
+}
+#endif  // TBATCH_DEFINITIONS
+
 /// The dense pad after the argument checks that depend on T: allocates the result and pads
 /// into it.
 template <class T>
 Tensor<T> pad_tensor(const Tensor<T>& x, const std::vector<DimPad>& pads, PadMode mode, T value) {
   Tensor<T> out = Tensor<T>::empty(padded_shape(x.shape(), pads, mode, "pad"));
+#if TBATCH_DEFINITIONS
+  pad_words<WordOf<T>>(raw_view(x.view()), raw_view(out.view()), pads, mode, &value);
+#else
   pad_raw(raw_view(x.view()), raw_view(out.view()), pads, mode, &value);
+#endif
   return out;
 }
 
@@ -122,49 +163,35 @@ void pad_into(StridedView<S> x, const std::vector<index_t>& pad, StridedView<T> 
               PadMode mode = PadMode::constant, std::type_identity_t<T> value = T(0)) {
   detail::check_pad_mode(mode, "pad_into");
   detail::check_pad_value(mode, value, "pad_into");
+#if TBATCH_DEFINITIONS
+  detail::pad_into_words<detail::WordOf<T>>(detail::raw_view(x), pad, detail::raw_view(out), mode,
+                                            &value);
+#else
   detail::pad_into_raw(detail::raw_view(x), pad, detail::raw_view(out), mode, &value);
+#endif
 }
 
 }  // namespace tbatch
 
-#if TBATCH_DEFINITIONS
+// The library's entry points (compiled mode), one function for every width.
+#ifdef TBATCH_BUILDING_LIBRARY
 
 namespace tbatch::detail {
 
 TBATCH_INLINE void pad_raw(const RawView& src, const RawView& dst, const std::vector<DimPad>& pads,
                            PadMode mode, const void* value) {
-  const Stores stores = stores_for(dst.layout.shape.numel() * dst.element_size());
   dispatch_width(dst.element_size(), [&]<class W>(std::type_identity<W>) {
-    W fill;
-    std::memcpy(&fill, value, sizeof(W));
-    pad_views<W>(typed_view<const W>(src), typed_view<W>(dst), pads, mode, fill, stores);
+    pad_words<W>(src, dst, pads, mode, value);
   });
 }
 
 TBATCH_INLINE void pad_into_raw(const RawView& x, const std::vector<index_t>& pad,
                                 const RawView& out, PadMode mode, const void* value) {
-  const std::vector<DimPad> pads = pads_from_flat(pad, x.layout.dim(), "pad_into", tensor_subject);
-  const Shape expected = padded_shape(x.layout.shape, pads, mode, "pad_into");
-  if (!(out.layout.shape == expected))
-    fail<ShapeError>("pad_into", "out has shape ", out.layout.shape, " but x of shape ",
-                     x.layout.shape, " padded by ", listed(pad), " has shape ", expected);
   dispatch_width(out.element_size(), [&]<class W>(std::type_identity<W>) {
-    const StridedView<W> to = typed_view<W>(out);
-    check_distinct_elements(to, "pad_into");
-    StridedView<const W> from = typed_view<const W>(x);
-    std::shared_ptr<Storage> staging;  // a copy of x when it shares elements with out
-    if (may_share_elements(from, to)) {
-      staging = Storage::allocate(from.numel(), index_t(sizeof(W)));
-      const StridedView<W> copy(static_cast<W*>(staging->data()), from.shape());
-      copy_planned<W, W>(from, copy);
-      from = copy;
-    }
-    W fill;
-    std::memcpy(&fill, value, sizeof(W));
-    pad_views<W>(from, to, pads, mode, fill, stores_for_output(to));
+    pad_into_words<W>(x, pad, out, mode, value);
   });
 }
 
 }  // namespace tbatch::detail
 
-#endif  // TBATCH_DEFINITIONS
+#endif  // TBATCH_BUILDING_LIBRARY

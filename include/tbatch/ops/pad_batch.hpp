@@ -158,59 +158,7 @@ TBATCH_INLINE void pad_batch_raw(const BatchGeometry& from, const RawView& in,
                                  const PaddedSizes& padded, const std::vector<DimPad>& pads,
                                  PadMode mode, const void* value);
 
-/// pad for every batch layout, once: each element(i) is padded into element(i) of a result of
-/// the same layout, so borders only ever read the element's own data.
-template <Batch B>
-B pad_batch(const B& batch, const std::vector<DimPad>& pads, PadMode mode,
-            typename B::value_type value) {
-  const PaddedSizes padded = padded_sizes(batch, pads, mode);
-  B out = allocate_padded_batch(batch, padded.sizes, pads, mode);
-  pad_batch_raw(geometry_of(batch), raw_view(batch.data().view()), geometry_of(out),
-                raw_view(out.data().view()), padded, pads, mode, &value);
-  return out;
-}
-
-}  // namespace detail
-
-/// Each element of a batch padded inside its own valid extent (borders never read the batch
-/// padding or a neighbour), returned in the same layout with updated shape_per_tensor /
-/// first_idx. `pad` applies to the element's dims, last dim first (at most 2 * element_rank
-/// values). Padded slots grow by the pads (max_shape[d] + before + after) and everything outside
-/// the elements is `value`. The dense form's errors, with the limits checked per element (the
-/// message names the element).
-template <Batch B>
-B pad(const B& batch, const std::vector<index_t>& pad, PadMode mode = PadMode::constant,
-      typename B::value_type value = typename B::value_type(0)) {
-  detail::check_pad_mode(mode, "pad");
-  detail::check_pad_value(mode, value, "pad");
-  return detail::pad_batch(
-      batch, detail::pads_from_flat(pad, batch.element_rank(), "pad", detail::batch_subject), mode,
-      value);
-}
-
-/// Batch pad with one {before, after} pair per element dim, first dim first (exactly
-/// element_rank pairs, or none: ShapeError otherwise).
-template <Batch B>
-B pad(const B& batch, const std::vector<std::array<index_t, 2>>& pairs,
-      PadMode mode = PadMode::constant, typename B::value_type value = typename B::value_type(0)) {
-  detail::check_pad_mode(mode, "pad");
-  detail::check_pad_value(mode, value, "pad");
-  return detail::pad_batch(
-      batch, detail::pads_from_pairs(pairs, batch.element_rank(), "pad", detail::batch_subject),
-      mode, value);
-}
-template <Batch B>
-B pad(const B& batch, std::initializer_list<std::array<index_t, 2>> pairs,
-      PadMode mode = PadMode::constant, typename B::value_type value = typename B::value_type(0)) {
-  return pad(batch, std::vector<std::array<index_t, 2>>(pairs), mode, value);
-}
-
-}  // namespace tbatch
-
 #if TBATCH_DEFINITIONS
-
-namespace tbatch::detail {
-
 /// pad of a batch whose elements are rows dense along the last dim, into `out` (allocated),
 /// row by row. Elements of a class of equal sizes share one table of source rows
 /// (append_source_rows); each element's output rows are one dense run (a padded batch: its whole
@@ -267,37 +215,107 @@ void pad_batch_by_rows(const BatchGeometry& from, const StridedView<const T>& in
   }
 }
 
+/// pad_batch_raw's body for the word T of the element width. Header-only mode calls it directly,
+/// so a file compiles only the widths it pads; the library's pad_batch_raw dispatches to it.
+template <class T>
+void pad_batch_words(const BatchGeometry& from, const RawView& in, const BatchGeometry& to,
+                     const RawView& out, const PaddedSizes& padded, const std::vector<DimPad>& pads,
+                     PadMode mode, const void* value) {
+  T fill;
+  std::memcpy(&fill, value, sizeof(T));
+  const StridedView<const T> source_data = typed_view<const T>(in);
+  const StridedView<T> all = typed_view<T>(out);
+  // Elements with rows dense along the last dim and at most pad_rows_limit rows (a padded
+  // batch: per slot) go row by row; larger ones through pad_views, whose per-call planning
+  // their size repays.
+  const index_t slot_rows = to.kind() == BatchKind::padded && all.numel() > 0
+                                ? all.numel() / all.size(0) / all.size(-1)
+                                : 0;
+  if ((source_data.size(-1) <= 1 || source_data.strides().back() == 1) &&
+      std::max(padded.most_rows, slot_rows) <= pad_rows_limit) {
+    pad_batch_by_rows(from, source_data, to, all, padded, pads, mode, fill);
+    return;
+  }
+  const Stores stores = stores_for_output(all);
+  for (index_t i = 0; i < from.batch_size(); ++i) {
+    pad_views<T>(source_data.with_layout(from.element(i)), all.with_layout(to.element(i)), pads,
+                 mode, fill, stores);
+    to.for_each_padding(all.layout(), i, [&](const Layout& box) {
+      fill_view(all.with_layout(box), fill, Stores::cached);
+    });
+  }
+}
+#endif  // TBATCH_DEFINITIONS
+
+/// pad for every batch layout, once: each element(i) is padded into element(i) of a result of
+/// the same layout, so borders only ever read the element's own data.
+template <Batch B>
+B pad_batch(const B& batch, const std::vector<DimPad>& pads, PadMode mode,
+            typename B::value_type value) {
+  const PaddedSizes padded = padded_sizes(batch, pads, mode);
+  B out = allocate_padded_batch(batch, padded.sizes, pads, mode);
+#if TBATCH_DEFINITIONS
+  pad_batch_words<WordOf<typename B::value_type>>(geometry_of(batch), raw_view(batch.data().view()),
+                                                  geometry_of(out), raw_view(out.data().view()),
+                                                  padded, pads, mode, &value);
+#else
+  pad_batch_raw(geometry_of(batch), raw_view(batch.data().view()), geometry_of(out),
+                raw_view(out.data().view()), padded, pads, mode, &value);
+#endif
+  return out;
+}
+
+}  // namespace detail
+
+/// Each element of a batch padded inside its own valid extent (borders never read the batch
+/// padding or a neighbour), returned in the same layout with updated shape_per_tensor /
+/// first_idx. `pad` applies to the element's dims, last dim first (at most 2 * element_rank
+/// values). Padded slots grow by the pads (max_shape[d] + before + after) and everything outside
+/// the elements is `value`. The dense form's errors, with the limits checked per element (the
+/// message names the element).
+template <Batch B>
+B pad(const B& batch, const std::vector<index_t>& pad, PadMode mode = PadMode::constant,
+      typename B::value_type value = typename B::value_type(0)) {
+  detail::check_pad_mode(mode, "pad");
+  detail::check_pad_value(mode, value, "pad");
+  return detail::pad_batch(
+      batch, detail::pads_from_flat(pad, batch.element_rank(), "pad", detail::batch_subject), mode,
+      value);
+}
+
+/// Batch pad with one {before, after} pair per element dim, first dim first (exactly
+/// element_rank pairs, or none: ShapeError otherwise).
+template <Batch B>
+B pad(const B& batch, const std::vector<std::array<index_t, 2>>& pairs,
+      PadMode mode = PadMode::constant, typename B::value_type value = typename B::value_type(0)) {
+  detail::check_pad_mode(mode, "pad");
+  detail::check_pad_value(mode, value, "pad");
+  return detail::pad_batch(
+      batch, detail::pads_from_pairs(pairs, batch.element_rank(), "pad", detail::batch_subject),
+      mode, value);
+}
+template <Batch B>
+B pad(const B& batch, std::initializer_list<std::array<index_t, 2>> pairs,
+      PadMode mode = PadMode::constant, typename B::value_type value = typename B::value_type(0)) {
+  return pad(batch, std::vector<std::array<index_t, 2>>(pairs), mode, value);
+}
+
+}  // namespace tbatch
+
+// The library's entry point (compiled mode), one function for every width.
+#ifdef TBATCH_BUILDING_LIBRARY
+
+namespace tbatch::detail {
+
 TBATCH_INLINE void pad_batch_raw(const BatchGeometry& from, const RawView& in,
                                  const BatchGeometry& to, const RawView& out,
                                  const PaddedSizes& padded, const std::vector<DimPad>& pads,
                                  PadMode mode, const void* value) {
-  dispatch_width(out.element_size(), [&]<class T>(std::type_identity<T>) {
-    T fill;
-    std::memcpy(&fill, value, sizeof(T));
-    const StridedView<const T> source_data = typed_view<const T>(in);
-    const StridedView<T> all = typed_view<T>(out);
-    // Elements with rows dense along the last dim and at most pad_rows_limit rows (a padded
-    // batch: per slot) go row by row; larger ones through pad_views, whose per-call planning
-    // their size repays.
-    const index_t slot_rows = to.kind() == BatchKind::padded && all.numel() > 0
-                                  ? all.numel() / all.size(0) / all.size(-1)
-                                  : 0;
-    if ((source_data.size(-1) <= 1 || source_data.strides().back() == 1) &&
-        std::max(padded.most_rows, slot_rows) <= pad_rows_limit) {
-      pad_batch_by_rows(from, source_data, to, all, padded, pads, mode, fill);
-      return;
-    }
-    const Stores stores = stores_for_output(all);
-    for (index_t i = 0; i < from.batch_size(); ++i) {
-      pad_views<T>(source_data.with_layout(from.element(i)), all.with_layout(to.element(i)), pads,
-                   mode, fill, stores);
-      to.for_each_padding(all.layout(), i, [&](const Layout& box) {
-        fill_view(all.with_layout(box), fill, Stores::cached);
-      });
-    }
+  dispatch_width(out.element_size(), [&]<class W>(std::type_identity<W>) {
+    pad_batch_words<W>(from, in, to, out, padded, pads, mode, value);
   });
 }
 
 }  // namespace tbatch::detail
 
-#endif  // TBATCH_DEFINITIONS
+#endif  // TBATCH_BUILDING_LIBRARY

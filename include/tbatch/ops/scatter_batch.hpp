@@ -31,49 +31,13 @@ TBATCH_INLINE void scatter_elements_into(const char* function, const BatchGeomet
                                          const Tensor<index_t>& local_index, const RawView& updates,
                                          bool overwrite);
 
-}  // namespace detail
-
-// ---------------------------------------------------------------------------------------------
-// Ragged-aware scatter on batches.
-
-/// Scatter into the rows of a batch's elements: update k (a row of last_dim values) goes to
-/// row local_index[k] of element element_index[k]. local_index has shape [N, element_rank - 1]
-/// (or [N] for elements of rank 2) and is checked against that element's own shape, never the
-/// padded maximum. Same overwrite semantics as the dense scatter. Returns a new batch of the
-/// same layout; padding is copied unchanged. Errors: IndexError for an element index outside
-/// [0, B) or a row outside its element's own shape (naming the position and the element);
-/// ShapeError for index or updates tensors of the wrong shape (updates must be [N, last_dim]).
-template <Batch B>
-B scatter(const B& batch, const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
-          const Tensor<typename B::value_type>& updates, bool overwrite = true) {
-  B out = batch.with_data(batch.data().clone());
-  detail::scatter_elements_into("scatter", detail::geometry_of(out),
-                                detail::raw_view(out.data().view()), element_index, local_index,
-                                detail::raw_view(updates.view()), overwrite);
-  return out;
-}
-
-/// In-place ragged-aware scatter into the batch's data (allocates one offset per update);
-/// checked before the first write, with the errors of the copying form.
-template <Batch B>
-B& scatter_(B& batch, const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
-            const Tensor<typename B::value_type>& updates, bool overwrite = true) {
-  detail::scatter_elements_into("scatter_", detail::geometry_of(batch),
-                                detail::raw_view(batch.data().view()), element_index, local_index,
-                                detail::raw_view(updates.view()), overwrite);
-  return batch;
-}
-
-}  // namespace tbatch
-
 #if TBATCH_DEFINITIONS
-
-namespace tbatch::detail {
-
-TBATCH_INLINE void scatter_elements_into(const char* function, const BatchGeometry& geometry,
-                                         const RawView& data, const Tensor<index_t>& element_index,
-                                         const Tensor<index_t>& local_index, const RawView& updates,
-                                         bool overwrite) {
+// Its body for the element type T. Header-only mode calls it directly, so a file compiles only
+// the dtypes it scatters; the library's entry point dispatches to it.
+template <class T>
+void scatter_elements_into(const char* function, const BatchGeometry& geometry, const RawView& data,
+                           const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
+                           const RawView& updates, bool overwrite) {
   if (data.dtype == DType::boolean && !overwrite)
     fail_bool_reduction(function, "overwrite=false (adding updates)");
   const index_t batch_size = geometry.batch_size();
@@ -132,26 +96,87 @@ TBATCH_INLINE void scatter_elements_into(const char* function, const BatchGeomet
       row_offset[k] = offset;
     }
   });
+  const StridedView<T> all = typed_view<T>(data);
+  check_distinct_elements(all, function, "the batch's data");
+  std::optional<Tensor<T>> staging;
+  const StridedView<const T> source = unaliased_view(updates, all, staging);
+  const StridedView<T> base =
+      all.with_layout(Layout{Shape{n, last_dim}, {0, data.layout.strides.back()}, 0});
+  const StridedView<const index_t> at = StridedView<const index_t>(target_rows.view())
+                                            .with_layout(Layout{Shape{n, last_dim}, {1, 0}, 0});
+  if (overwrite) {
+    scatter_along(as_words(source), at, 1, as_words(base), AssignOp<WordOf<T>>{});
+  } else if constexpr (!std::is_same_v<T, bool>) {
+    const T zero(0);
+    scatter_along(as_words(broadcast_value(zero, source.shape())), at, 1, as_words(base),
+                  AssignOp<WordOf<T>>{});
+    scatter_along(source, at, 1, base, SumOp<T>{});
+  }
+}
+#endif  // TBATCH_DEFINITIONS
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// Ragged-aware scatter on batches.
+
+/// Scatter into the rows of a batch's elements: update k (a row of last_dim values) goes to
+/// row local_index[k] of element element_index[k]. local_index has shape [N, element_rank - 1]
+/// (or [N] for elements of rank 2) and is checked against that element's own shape, never the
+/// padded maximum. Same overwrite semantics as the dense scatter. Returns a new batch of the
+/// same layout; padding is copied unchanged. Errors: IndexError for an element index outside
+/// [0, B) or a row outside its element's own shape (naming the position and the element);
+/// ShapeError for index or updates tensors of the wrong shape (updates must be [N, last_dim]).
+template <Batch B>
+B scatter(const B& batch, const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
+          const Tensor<typename B::value_type>& updates, bool overwrite = true) {
+  B out = batch.with_data(batch.data().clone());
+#if TBATCH_DEFINITIONS
+  detail::scatter_elements_into<typename B::value_type>(
+      "scatter", detail::geometry_of(out), detail::raw_view(out.data().view()), element_index,
+      local_index, detail::raw_view(updates.view()), overwrite);
+#else
+  detail::scatter_elements_into("scatter", detail::geometry_of(out),
+                                detail::raw_view(out.data().view()), element_index, local_index,
+                                detail::raw_view(updates.view()), overwrite);
+#endif
+  return out;
+}
+
+/// In-place ragged-aware scatter into the batch's data (allocates one offset per update);
+/// checked before the first write, with the errors of the copying form.
+template <Batch B>
+B& scatter_(B& batch, const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
+            const Tensor<typename B::value_type>& updates, bool overwrite = true) {
+#if TBATCH_DEFINITIONS
+  detail::scatter_elements_into<typename B::value_type>(
+      "scatter_", detail::geometry_of(batch), detail::raw_view(batch.data().view()), element_index,
+      local_index, detail::raw_view(updates.view()), overwrite);
+#else
+  detail::scatter_elements_into("scatter_", detail::geometry_of(batch),
+                                detail::raw_view(batch.data().view()), element_index, local_index,
+                                detail::raw_view(updates.view()), overwrite);
+#endif
+  return batch;
+}
+
+}  // namespace tbatch
+
+// The library's entry point (compiled mode), one function for every dtype.
+#ifdef TBATCH_BUILDING_LIBRARY
+
+namespace tbatch::detail {
+
+TBATCH_INLINE void scatter_elements_into(const char* function, const BatchGeometry& geometry,
+                                         const RawView& data, const Tensor<index_t>& element_index,
+                                         const Tensor<index_t>& local_index, const RawView& updates,
+                                         bool overwrite) {
   dispatch_dtype(data.dtype, [&]<class T>(std::type_identity<T>) {
-    const StridedView<T> all = typed_view<T>(data);
-    check_distinct_elements(all, function, "the batch's data");
-    std::optional<Tensor<T>> staging;
-    const StridedView<const T> source = unaliased_view(updates, all, staging);
-    const StridedView<T> base =
-        all.with_layout(Layout{Shape{n, last_dim}, {0, data.layout.strides.back()}, 0});
-    const StridedView<const index_t> at = StridedView<const index_t>(target_rows.view())
-                                              .with_layout(Layout{Shape{n, last_dim}, {1, 0}, 0});
-    if (overwrite) {
-      scatter_along(as_words(source), at, 1, as_words(base), AssignOp<WordOf<T>>{});
-    } else if constexpr (!std::is_same_v<T, bool>) {
-      const T zero(0);
-      scatter_along(as_words(broadcast_value(zero, source.shape())), at, 1, as_words(base),
-                    AssignOp<WordOf<T>>{});
-      scatter_along(source, at, 1, base, SumOp<T>{});
-    }
+    scatter_elements_into<T>(function, geometry, data, element_index, local_index, updates,
+                             overwrite);
   });
 }
 
 }  // namespace tbatch::detail
 
-#endif  // TBATCH_DEFINITIONS
+#endif  // TBATCH_BUILDING_LIBRARY
