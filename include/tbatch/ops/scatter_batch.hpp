@@ -26,18 +26,17 @@ namespace detail {
 /// (adding: per dtype): update k is row local_index[k] of element element_index[k] of the batch
 /// whose `data` `geometry` places; the element's place and strides in the data (what its view
 /// would say, from the metadata) tell where that row lives.
-TBATCH_INLINE void scatter_elements_into(const char* function, const BatchGeometry& geometry,
-                                         const RawView& data, const Tensor<index_t>& element_index,
-                                         const Tensor<index_t>& local_index, const RawView& updates,
-                                         bool overwrite);
+TBATCH_INLINE void scatter_elements_raw(const char* function, const BatchGeometry& geometry,
+                                        const RawView& data, const Tensor<index_t>& element_index,
+                                        const Tensor<index_t>& local_index, const RawView& updates,
+                                        bool overwrite);
 
 #if TBATCH_DEFINITIONS
-// Its body for the element type T. Header-only mode calls it directly, so a file compiles only
-// the dtypes it scatters; the library's entry point dispatches to it.
+// Its body for the element type T, to which the library's entry point dispatches.
 template <class T>
-void scatter_elements_into(const char* function, const BatchGeometry& geometry, const RawView& data,
-                           const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
-                           const RawView& updates, bool overwrite) {
+void scatter_elements_raw(const char* function, const BatchGeometry& geometry, const RawView& data,
+                          const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
+                          const RawView& updates, bool overwrite) {
   if (data.dtype == DType::boolean && !overwrite)
     fail_bool_reduction(function, "overwrite=false (adding updates)");
   const index_t batch_size = geometry.batch_size();
@@ -115,6 +114,22 @@ void scatter_elements_into(const char* function, const BatchGeometry& geometry, 
 }
 #endif  // TBATCH_DEFINITIONS
 
+/// The thin part: the kernel of the batch's dtype itself in header-only mode (and the library),
+/// the library's entry point in compiled mode.
+template <Batch B>
+void scatter_elements_into(const char* function, const B& batch,
+                           const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
+                           const Tensor<typename B::value_type>& updates, bool overwrite) {
+#if TBATCH_DEFINITIONS
+  scatter_elements_raw<typename B::value_type>(function, geometry_of(batch),
+                                               raw_view(batch.data().view()), element_index,
+                                               local_index, raw_view(updates.view()), overwrite);
+#else
+  scatter_elements_raw(function, geometry_of(batch), raw_view(batch.data().view()), element_index,
+                       local_index, raw_view(updates.view()), overwrite);
+#endif
+}
+
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
@@ -131,15 +146,7 @@ template <Batch B>
 B scatter(const B& batch, const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
           const Tensor<typename B::value_type>& updates, bool overwrite = true) {
   B out = batch.with_data(batch.data().clone());
-#if TBATCH_DEFINITIONS
-  detail::scatter_elements_into<typename B::value_type>(
-      "scatter", detail::geometry_of(out), detail::raw_view(out.data().view()), element_index,
-      local_index, detail::raw_view(updates.view()), overwrite);
-#else
-  detail::scatter_elements_into("scatter", detail::geometry_of(out),
-                                detail::raw_view(out.data().view()), element_index, local_index,
-                                detail::raw_view(updates.view()), overwrite);
-#endif
+  detail::scatter_elements_into("scatter", out, element_index, local_index, updates, overwrite);
   return out;
 }
 
@@ -148,15 +155,7 @@ B scatter(const B& batch, const Tensor<index_t>& element_index, const Tensor<ind
 template <Batch B>
 B& scatter_(B& batch, const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
             const Tensor<typename B::value_type>& updates, bool overwrite = true) {
-#if TBATCH_DEFINITIONS
-  detail::scatter_elements_into<typename B::value_type>(
-      "scatter_", detail::geometry_of(batch), detail::raw_view(batch.data().view()), element_index,
-      local_index, detail::raw_view(updates.view()), overwrite);
-#else
-  detail::scatter_elements_into("scatter_", detail::geometry_of(batch),
-                                detail::raw_view(batch.data().view()), element_index, local_index,
-                                detail::raw_view(updates.view()), overwrite);
-#endif
+  detail::scatter_elements_into("scatter_", batch, element_index, local_index, updates, overwrite);
   return batch;
 }
 
@@ -167,13 +166,13 @@ B& scatter_(B& batch, const Tensor<index_t>& element_index, const Tensor<index_t
 
 namespace tbatch::detail {
 
-TBATCH_INLINE void scatter_elements_into(const char* function, const BatchGeometry& geometry,
-                                         const RawView& data, const Tensor<index_t>& element_index,
-                                         const Tensor<index_t>& local_index, const RawView& updates,
-                                         bool overwrite) {
+TBATCH_INLINE void scatter_elements_raw(const char* function, const BatchGeometry& geometry,
+                                        const RawView& data, const Tensor<index_t>& element_index,
+                                        const Tensor<index_t>& local_index, const RawView& updates,
+                                        bool overwrite) {
   dispatch_dtype(data.dtype, [&]<class T>(std::type_identity<T>) {
-    scatter_elements_into<T>(function, geometry, data, element_index, local_index, updates,
-                             overwrite);
+    scatter_elements_raw<T>(function, geometry, data, element_index, local_index, updates,
+                            overwrite);
   });
 }
 

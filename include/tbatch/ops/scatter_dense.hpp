@@ -29,26 +29,25 @@ namespace detail {
 // The kernels behind the entry points, after nothing but their argument checks: `x` / `self` is
 // written in place; `function` names the entry point in errors.
 
-TBATCH_INLINE void paddle_scatter_into(const char* function, const RawView& x,
-                                       const Tensor<index_t>& index, const RawView& updates,
-                                       bool overwrite);
-TBATCH_INLINE void scatter_nd_add_into(const char* function, const RawView& x,
-                                       const Tensor<index_t>& index, const RawView& updates);
-TBATCH_INLINE void scatter_reduce_into(const char* function, const RawView& self, index_t dim,
-                                       const Tensor<index_t>& index, const RawView& src,
-                                       Reduce reduce, bool include_self);
+TBATCH_INLINE void paddle_scatter_raw(const char* function, const RawView& x,
+                                      const Tensor<index_t>& index, const RawView& updates,
+                                      bool overwrite);
+TBATCH_INLINE void scatter_nd_add_raw(const char* function, const RawView& x,
+                                      const Tensor<index_t>& index, const RawView& updates);
+TBATCH_INLINE void scatter_reduce_raw(const char* function, const RawView& self, index_t dim,
+                                      const Tensor<index_t>& index, const RawView& src,
+                                      Reduce reduce, bool include_self);
 /// `alpha` points at one element of self's dtype.
-TBATCH_INLINE void index_add_into(const char* function, const RawView& self, index_t dim,
-                                  const Tensor<index_t>& index, const RawView& source,
-                                  const void* alpha);
+TBATCH_INLINE void index_add_raw(const char* function, const RawView& self, index_t dim,
+                                 const Tensor<index_t>& index, const RawView& source,
+                                 const void* alpha);
 
 #if TBATCH_DEFINITIONS
-// Their bodies for the element type T. Header-only mode calls them directly, so a file compiles
-// only the dtypes it scatters; the library's entry points dispatch to them.
+// Their bodies for the element type T, to which the library's entry points dispatch.
 
 template <class T>
-void paddle_scatter_into(const char* function, const RawView& x, const Tensor<index_t>& index,
-                         const RawView& updates, bool overwrite) {
+void paddle_scatter_raw(const char* function, const RawView& x, const Tensor<index_t>& index,
+                        const RawView& updates, bool overwrite) {
   if (x.dtype == DType::boolean && !overwrite)
     fail_bool_reduction(function, "overwrite=false (adding updates)");
   const Shape& x_shape = x.layout.shape;
@@ -85,8 +84,8 @@ void paddle_scatter_into(const char* function, const RawView& x, const Tensor<in
 }
 
 template <class T>
-void scatter_nd_add_into(const char* function, const RawView& x, const Tensor<index_t>& index,
-                         const RawView& updates) {
+void scatter_nd_add_raw(const char* function, const RawView& x, const Tensor<index_t>& index,
+                        const RawView& updates) {
   if (x.dtype == DType::boolean) fail_bool_reduction(function, "adding updates");
   const Shape& x_shape = x.layout.shape;
   const index_t rank = x.layout.dim();
@@ -147,9 +146,9 @@ void scatter_nd_add_into(const char* function, const RawView& x, const Tensor<in
 }
 
 template <class T>
-void scatter_reduce_into(const char* function, const RawView& self_raw, index_t dim,
-                         const Tensor<index_t>& index_tensor, const RawView& src_raw, Reduce reduce,
-                         bool include_self) {
+void scatter_reduce_raw(const char* function, const RawView& self_raw, index_t dim,
+                        const Tensor<index_t>& index_tensor, const RawView& src_raw, Reduce reduce,
+                        bool include_self) {
   check_reduce(function, reduce);
   if (self_raw.dtype == DType::boolean) fail_bool_reduction(function, concat("reduce ", reduce));
   if constexpr (!std::is_same_v<T, bool>) {
@@ -206,9 +205,9 @@ void scatter_reduce_into(const char* function, const RawView& self_raw, index_t 
 }
 
 template <class T>
-void index_add_into(const char* function, const RawView& self_raw, index_t dim,
-                    const Tensor<index_t>& index, const RawView& source_raw,
-                    const void* alpha_bits) {
+void index_add_raw(const char* function, const RawView& self_raw, index_t dim,
+                   const Tensor<index_t>& index, const RawView& source_raw,
+                   const void* alpha_bits) {
   if (self_raw.dtype == DType::boolean) fail_bool_reduction(function, "adding");
   if constexpr (!std::is_same_v<T, bool>) {
     const StridedView<T> self = nonempty_dims(typed_view<T>(self_raw));
@@ -248,6 +247,52 @@ void index_add_into(const char* function, const RawView& self_raw, index_t dim,
 }
 #endif  // TBATCH_DEFINITIONS
 
+// The entry points' thin part: the kernel of T itself in header-only mode (and the library), so
+// a file compiles only the dtypes it scatters; the library's entry point in compiled mode.
+
+template <class T>
+void paddle_scatter_into(const char* function, Tensor<T>& x, const Tensor<index_t>& index,
+                         const Tensor<T>& updates, bool overwrite) {
+#if TBATCH_DEFINITIONS
+  paddle_scatter_raw<T>(function, raw_view(x.view()), index, raw_view(updates.view()), overwrite);
+#else
+  paddle_scatter_raw(function, raw_view(x.view()), index, raw_view(updates.view()), overwrite);
+#endif
+}
+
+template <class T>
+void scatter_nd_add_into(const char* function, Tensor<T>& x, const Tensor<index_t>& index,
+                         const Tensor<T>& updates) {
+#if TBATCH_DEFINITIONS
+  scatter_nd_add_raw<T>(function, raw_view(x.view()), index, raw_view(updates.view()));
+#else
+  scatter_nd_add_raw(function, raw_view(x.view()), index, raw_view(updates.view()));
+#endif
+}
+
+template <class T>
+void scatter_reduce_into(const char* function, Tensor<T>& self, index_t dim,
+                         const Tensor<index_t>& index, const Tensor<T>& src, Reduce reduce,
+                         bool include_self) {
+#if TBATCH_DEFINITIONS
+  scatter_reduce_raw<T>(function, raw_view(self.view()), dim, index, raw_view(src.view()), reduce,
+                        include_self);
+#else
+  scatter_reduce_raw(function, raw_view(self.view()), dim, index, raw_view(src.view()), reduce,
+                     include_self);
+#endif
+}
+
+template <class T>
+void index_add_into(const char* function, Tensor<T>& self, index_t dim,
+                    const Tensor<index_t>& index, const Tensor<T>& source, T alpha) {
+#if TBATCH_DEFINITIONS
+  index_add_raw<T>(function, raw_view(self.view()), dim, index, raw_view(source.view()), &alpha);
+#else
+  index_add_raw(function, raw_view(self.view()), dim, index, raw_view(source.view()), &alpha);
+#endif
+}
+
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
@@ -264,13 +309,7 @@ template <class T>
 Tensor<T> scatter(const Tensor<T>& x, const Tensor<index_t>& index, const Tensor<T>& updates,
                   bool overwrite = true) {
   Tensor<T> out = x.clone();
-#if TBATCH_DEFINITIONS
-  detail::paddle_scatter_into<T>("scatter", detail::raw_view(out.view()), index,
-                                 detail::raw_view(updates.view()), overwrite);
-#else
-  detail::paddle_scatter_into("scatter", detail::raw_view(out.view()), index,
-                              detail::raw_view(updates.view()), overwrite);
-#endif
+  detail::paddle_scatter_into("scatter", out, index, updates, overwrite);
   return out;
 }
 
@@ -281,13 +320,7 @@ Tensor<T> scatter(const Tensor<T>& x, const Tensor<index_t>& index, const Tensor
 template <class T>
 Tensor<T>& scatter_(Tensor<T>& x, const Tensor<index_t>& index, const Tensor<T>& updates,
                     bool overwrite = true) {
-#if TBATCH_DEFINITIONS
-  detail::paddle_scatter_into<T>("scatter_", detail::raw_view(x.view()), index,
-                                 detail::raw_view(updates.view()), overwrite);
-#else
-  detail::paddle_scatter_into("scatter_", detail::raw_view(x.view()), index,
-                              detail::raw_view(updates.view()), overwrite);
-#endif
+  detail::paddle_scatter_into("scatter_", x, index, updates, overwrite);
   return x;
 }
 
@@ -300,13 +333,7 @@ template <class T>
 Tensor<T> scatter_nd_add(const Tensor<T>& x, const Tensor<index_t>& index,
                          const Tensor<T>& updates) {
   Tensor<T> out = x.clone();
-#if TBATCH_DEFINITIONS
-  detail::scatter_nd_add_into<T>("scatter_nd_add", detail::raw_view(out.view()), index,
-                                 detail::raw_view(updates.view()));
-#else
-  detail::scatter_nd_add_into("scatter_nd_add", detail::raw_view(out.view()), index,
-                              detail::raw_view(updates.view()));
-#endif
+  detail::scatter_nd_add_into("scatter_nd_add", out, index, updates);
   return out;
 }
 
@@ -314,13 +341,7 @@ Tensor<T> scatter_nd_add(const Tensor<T>& x, const Tensor<index_t>& index,
 /// scatter_nd_add's errors, and ValueError when x is a broadcast view.
 template <class T>
 Tensor<T>& scatter_nd_add_(Tensor<T>& x, const Tensor<index_t>& index, const Tensor<T>& updates) {
-#if TBATCH_DEFINITIONS
-  detail::scatter_nd_add_into<T>("scatter_nd_add_", detail::raw_view(x.view()), index,
-                                 detail::raw_view(updates.view()));
-#else
-  detail::scatter_nd_add_into("scatter_nd_add_", detail::raw_view(x.view()), index,
-                              detail::raw_view(updates.view()));
-#endif
+  detail::scatter_nd_add_into("scatter_nd_add_", x, index, updates);
   return x;
 }
 
@@ -340,13 +361,7 @@ template <class T>
 Tensor<T> scatter_reduce(const Tensor<T>& self, index_t dim, const Tensor<index_t>& index,
                          const Tensor<T>& src, Reduce reduce, bool include_self = true) {
   Tensor<T> out = self.clone();
-#if TBATCH_DEFINITIONS
-  detail::scatter_reduce_into<T>("scatter_reduce", detail::raw_view(out.view()), dim, index,
-                                 detail::raw_view(src.view()), reduce, include_self);
-#else
-  detail::scatter_reduce_into("scatter_reduce", detail::raw_view(out.view()), dim, index,
-                              detail::raw_view(src.view()), reduce, include_self);
-#endif
+  detail::scatter_reduce_into("scatter_reduce", out, dim, index, src, reduce, include_self);
   return out;
 }
 
@@ -359,13 +374,7 @@ Tensor<T> scatter_reduce(const Tensor<T>& self, index_t dim, const Tensor<index_
 template <class T>
 Tensor<T>& scatter_reduce_(Tensor<T>& self, index_t dim, const Tensor<index_t>& index,
                            const Tensor<T>& src, Reduce reduce, bool include_self = true) {
-#if TBATCH_DEFINITIONS
-  detail::scatter_reduce_into<T>("scatter_reduce_", detail::raw_view(self.view()), dim, index,
-                                 detail::raw_view(src.view()), reduce, include_self);
-#else
-  detail::scatter_reduce_into("scatter_reduce_", detail::raw_view(self.view()), dim, index,
-                              detail::raw_view(src.view()), reduce, include_self);
-#endif
+  detail::scatter_reduce_into("scatter_reduce_", self, dim, index, src, reduce, include_self);
   return self;
 }
 
@@ -378,13 +387,7 @@ template <class T>
 Tensor<T> index_add(const Tensor<T>& self, index_t dim, const Tensor<index_t>& index,
                     const Tensor<T>& source, std::type_identity_t<T> alpha = T(1)) {
   Tensor<T> out = self.clone();
-#if TBATCH_DEFINITIONS
-  detail::index_add_into<T>("index_add", detail::raw_view(out.view()), dim, index,
-                            detail::raw_view(source.view()), &alpha);
-#else
-  detail::index_add_into("index_add", detail::raw_view(out.view()), dim, index,
-                         detail::raw_view(source.view()), &alpha);
-#endif
+  detail::index_add_into("index_add", out, dim, index, source, alpha);
   return out;
 }
 
@@ -394,13 +397,7 @@ Tensor<T> index_add(const Tensor<T>& self, index_t dim, const Tensor<index_t>& i
 template <class T>
 Tensor<T>& index_add_(Tensor<T>& self, index_t dim, const Tensor<index_t>& index,
                       const Tensor<T>& source, std::type_identity_t<T> alpha = T(1)) {
-#if TBATCH_DEFINITIONS
-  detail::index_add_into<T>("index_add_", detail::raw_view(self.view()), dim, index,
-                            detail::raw_view(source.view()), &alpha);
-#else
-  detail::index_add_into("index_add_", detail::raw_view(self.view()), dim, index,
-                         detail::raw_view(source.view()), &alpha);
-#endif
+  detail::index_add_into("index_add_", self, dim, index, source, alpha);
   return self;
 }
 
@@ -411,34 +408,34 @@ Tensor<T>& index_add_(Tensor<T>& self, index_t dim, const Tensor<index_t>& index
 
 namespace tbatch::detail {
 
-TBATCH_INLINE void paddle_scatter_into(const char* function, const RawView& x,
-                                       const Tensor<index_t>& index, const RawView& updates,
-                                       bool overwrite) {
+TBATCH_INLINE void paddle_scatter_raw(const char* function, const RawView& x,
+                                      const Tensor<index_t>& index, const RawView& updates,
+                                      bool overwrite) {
   dispatch_dtype(x.dtype, [&]<class T>(std::type_identity<T>) {
-    paddle_scatter_into<T>(function, x, index, updates, overwrite);
+    paddle_scatter_raw<T>(function, x, index, updates, overwrite);
   });
 }
 
-TBATCH_INLINE void scatter_nd_add_into(const char* function, const RawView& x,
-                                       const Tensor<index_t>& index, const RawView& updates) {
+TBATCH_INLINE void scatter_nd_add_raw(const char* function, const RawView& x,
+                                      const Tensor<index_t>& index, const RawView& updates) {
   dispatch_dtype(x.dtype, [&]<class T>(std::type_identity<T>) {
-    scatter_nd_add_into<T>(function, x, index, updates);
+    scatter_nd_add_raw<T>(function, x, index, updates);
   });
 }
 
-TBATCH_INLINE void scatter_reduce_into(const char* function, const RawView& self_raw, index_t dim,
-                                       const Tensor<index_t>& index_tensor, const RawView& src_raw,
-                                       Reduce reduce, bool include_self) {
+TBATCH_INLINE void scatter_reduce_raw(const char* function, const RawView& self_raw, index_t dim,
+                                      const Tensor<index_t>& index_tensor, const RawView& src_raw,
+                                      Reduce reduce, bool include_self) {
   dispatch_dtype(self_raw.dtype, [&]<class T>(std::type_identity<T>) {
-    scatter_reduce_into<T>(function, self_raw, dim, index_tensor, src_raw, reduce, include_self);
+    scatter_reduce_raw<T>(function, self_raw, dim, index_tensor, src_raw, reduce, include_self);
   });
 }
 
-TBATCH_INLINE void index_add_into(const char* function, const RawView& self_raw, index_t dim,
-                                  const Tensor<index_t>& index, const RawView& source_raw,
-                                  const void* alpha_bits) {
+TBATCH_INLINE void index_add_raw(const char* function, const RawView& self_raw, index_t dim,
+                                 const Tensor<index_t>& index, const RawView& source_raw,
+                                 const void* alpha_bits) {
   dispatch_dtype(self_raw.dtype, [&]<class T>(std::type_identity<T>) {
-    index_add_into<T>(function, self_raw, dim, index, source_raw, alpha_bits);
+    index_add_raw<T>(function, self_raw, dim, index, source_raw, alpha_bits);
   });
 }
 
