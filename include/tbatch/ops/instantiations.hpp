@@ -11,7 +11,6 @@
 #include "tbatch/base/dtype.hpp"
 #include "tbatch/batch/conversions.hpp"
 #include "tbatch/batch/pad_sequence.hpp"
-#include "tbatch/ops/pad.hpp"
 
 #define TBATCH_DETAIL_INSTANTIATE_LISTS(T, Item)                                                   \
   TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T> detail::padded_from_list<Item, T>(      \
@@ -43,6 +42,4 @@
   TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> detail::stack_equal<T>(                     \
       const std::vector<Tensor<T>>&, const char*);                                                \
   TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> detail::tiled_to_packed<T>(                 \
-      const Tensor<T>&, const Tensor<index_t>&);                                                  \
-  TBATCH_DETAIL_INSTANTIATION_KIND template Tensor<T> pad<T>(                                     \
-      const Tensor<T>&, const std::vector<index_t>&, PadMode, T);
+      const Tensor<T>&, const Tensor<index_t>&);

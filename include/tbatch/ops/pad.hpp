@@ -21,14 +21,90 @@
 #include <type_traits>
 #include <vector>
 
-#include "tbatch/base/errors.hpp"
+#include "tbatch/base/config.hpp"
 #include "tbatch/ops/pad_batch.hpp"
-#include "tbatch/ops/pad_kernel.hpp"
 #include "tbatch/ops/pad_plan.hpp"
 #include "tbatch/tensor/tensor.hpp"
+#include "tbatch/view/raw_view.hpp"
+
+#if TBATCH_DEFINITIONS
+#include <cstring>
+#include <memory>
+
+#include "tbatch/base/errors.hpp"
+#include "tbatch/base/storage.hpp"
+#include "tbatch/base/word.hpp"
+#include "tbatch/ops/pad_kernel.hpp"
+#include "tbatch/view/aliasing.hpp"
 #include "tbatch/view/engine.hpp"
+#include "tbatch/view/streaming.hpp"
+#endif
 
 namespace tbatch {
+namespace detail {
+
+// The kernels behind the dense forms, compiled once per element width: `value` points at the
+// bits of one element (pad only moves bytes).
+
+/// Pads `src` into `dst`, allocated for it (shape padded_shape(src, pads, mode)).
+TBATCH_INLINE void pad_raw(const RawView& src, const RawView& dst, const std::vector<DimPad>& pads,
+                           PadMode mode, const void* value);
+/// pad_into after its value check: the pads, the shape of `out`, its distinct elements, then
+/// the pad (through a copy of `x` when it shares elements with `out`).
+TBATCH_INLINE void pad_into_raw(const RawView& x, const std::vector<index_t>& pad,
+                                const RawView& out, PadMode mode, const void* value);
+
+#if TBATCH_DEFINITIONS
+// Their bodies for the word W of the element width. Header-only mode calls them directly, so a
+// file compiles only the widths it pads; the library's pad_raw / pad_into_raw dispatch to them.
+
+template <class W>
+void pad_words(const RawView& src, const RawView& dst, const std::vector<DimPad>& pads,
+               PadMode mode, const void* value) {
+  W fill;
+  std::memcpy(&fill, value, sizeof(W));
+  pad_views<W>(typed_view<const W>(src), typed_view<W>(dst), pads, mode, fill,
+               stores_for(dst.layout.shape.numel() * index_t(sizeof(W))));
+}
+
+template <class W>
+void pad_into_words(const RawView& x, const std::vector<index_t>& pad, const RawView& out,
+                    PadMode mode, const void* value) {
+  const std::vector<DimPad> pads = pads_from_flat(pad, x.layout.dim(), "pad_into", tensor_subject);
+  const Shape expected = padded_shape(x.layout.shape, pads, mode, "pad_into");
+  if (!(out.layout.shape == expected))
+    fail<ShapeError>("pad_into", "out has shape ", out.layout.shape, " but x of shape ",
+                     x.layout.shape, " padded by ", listed(pad), " has shape ", expected);
+  const StridedView<W> to = typed_view<W>(out);
+  check_distinct_elements(to, "pad_into");
+  StridedView<const W> from = typed_view<const W>(x);
+  std::shared_ptr<Storage> staging;  // a copy of x when it shares elements with out
+  if (may_share_elements(from, to)) {
+    staging = Storage::allocate(from.numel(), index_t(sizeof(W)));
+    const StridedView<W> copy(static_cast<W*>(staging->data()), from.shape());
+    copy_planned<W, W>(from, copy);
+    from = copy;
+  }
+  W fill;
+  std::memcpy(&fill, value, sizeof(W));
+  pad_views<W>(from, to, pads, mode, fill, stores_for_output(to));
+}
+#endif  // TBATCH_DEFINITIONS
+
+/// The dense pad after the argument checks that depend on T: allocates the result and pads
+/// into it.
+template <class T>
+Tensor<T> pad_tensor(const Tensor<T>& x, const std::vector<DimPad>& pads, PadMode mode, T value) {
+  Tensor<T> out = Tensor<T>::empty(padded_shape(x.shape(), pads, mode, "pad"));
+#if TBATCH_DEFINITIONS
+  pad_words<WordOf<T>>(raw_view(x.view()), raw_view(out.view()), pads, mode, &value);
+#else
+  pad_raw(raw_view(x.view()), raw_view(out.view()), pads, mode, &value);
+#endif
+  return out;
+}
+
+}  // namespace detail
 
 /// `x` padded by `pad`, listed from the last dim backwards as in torch.nn.functional.pad and
 /// PyPTO: (before_last, after_last, before_prev, after_prev, ...), even length, at most
@@ -87,17 +163,35 @@ void pad_into(StridedView<S> x, const std::vector<index_t>& pad, StridedView<T> 
               PadMode mode = PadMode::constant, std::type_identity_t<T> value = T(0)) {
   detail::check_pad_mode(mode, "pad_into");
   detail::check_pad_value(mode, value, "pad_into");
-  const std::vector<detail::DimPad> pads =
-      detail::pads_from_flat(pad, x.dim(), "pad_into", detail::tensor_subject);
-  const Shape expected = detail::padded_shape(x.shape(), pads, mode, "pad_into");
-  if (!(out.shape() == expected))
-    detail::fail<ShapeError>("pad_into", "out has shape ", out.shape(), " but x of shape ",
-                             x.shape(), " padded by ", detail::listed(pad), " has shape ",
-                             expected);
-  detail::check_distinct_elements(out, "pad_into");
-  Tensor<T> staging;
-  detail::pad_views<T>(detail::unaliased(StridedView<const T>(x), out, staging), out, pads, mode,
-                       value, detail::stores_for_output(out));
+#if TBATCH_DEFINITIONS
+  detail::pad_into_words<detail::WordOf<T>>(detail::raw_view(x), pad, detail::raw_view(out), mode,
+                                            &value);
+#else
+  detail::pad_into_raw(detail::raw_view(x), pad, detail::raw_view(out), mode, &value);
+#endif
 }
 
 }  // namespace tbatch
+
+// The library's entry points (compiled mode), one function for every width.
+#ifdef TBATCH_BUILDING_LIBRARY
+
+namespace tbatch::detail {
+
+TBATCH_INLINE void pad_raw(const RawView& src, const RawView& dst, const std::vector<DimPad>& pads,
+                           PadMode mode, const void* value) {
+  dispatch_width(dst.element_size(), [&]<class W>(std::type_identity<W>) {
+    pad_words<W>(src, dst, pads, mode, value);
+  });
+}
+
+TBATCH_INLINE void pad_into_raw(const RawView& x, const std::vector<index_t>& pad,
+                                const RawView& out, PadMode mode, const void* value) {
+  dispatch_width(out.element_size(), [&]<class W>(std::type_identity<W>) {
+    pad_into_words<W>(x, pad, out, mode, value);
+  });
+}
+
+}  // namespace tbatch::detail
+
+#endif  // TBATCH_BUILDING_LIBRARY

@@ -9,13 +9,23 @@
 #include <vector>
 
 #include "tbatch/base/checked_math.hpp"
-#include "tbatch/base/tuning.hpp"
+#include "tbatch/base/config.hpp"
+#include "tbatch/batch/geometry.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
-#include "tbatch/ops/pad_kernel.hpp"
 #include "tbatch/ops/pad_plan.hpp"
 #include "tbatch/tensor/tensor.hpp"
+#include "tbatch/view/raw_view.hpp"
+
+#if TBATCH_DEFINITIONS
+#include <cstring>
+
+#include "tbatch/base/tuning.hpp"
+#include "tbatch/base/word.hpp"
+#include "tbatch/ops/pad_kernel.hpp"
 #include "tbatch/view/engine.hpp"
+#include "tbatch/view/streaming.hpp"
+#endif
 
 namespace tbatch {
 namespace detail {
@@ -140,6 +150,15 @@ B allocate_padded_batch(const B& batch, const Tensor<index_t>& sizes,
   }
 }
 
+/// The kernel of pad_batch, compiled once per element width: pads each element of the batch
+/// placed by `from` in `in` into the one placed by `to` in `out` (allocated for `padded`), and
+/// fills a padded output's slot padding; `value` points at the bits of one element.
+TBATCH_INLINE void pad_batch_raw(const BatchGeometry& from, const RawView& in,
+                                 const BatchGeometry& to, const RawView& out,
+                                 const PaddedSizes& padded, const std::vector<DimPad>& pads,
+                                 PadMode mode, const void* value);
+
+#if TBATCH_DEFINITIONS
 /// pad of a batch whose elements are rows dense along the last dim, into `out` (allocated),
 /// row by row. Elements of a class of equal sizes share one table of source rows
 /// (append_source_rows); each element's output rows are one dense run (a padded batch: its whole
@@ -147,17 +166,14 @@ B allocate_padded_batch(const B& batch, const Tensor<index_t>& sizes,
 /// places both), and RowPadder::write_rows, the fused pass's loop body, writes them from the
 /// table. So an element costs its rows and no planning. The output is written whole (a padded
 /// batch's slot padding included) and in address order, through the cache.
-template <Batch B>
-void pad_batch_by_rows(const B& batch, B& out, const PaddedSizes& padded,
-                       const std::vector<DimPad>& pads, PadMode mode,
-                       typename B::value_type value) {
-  using T = typename B::value_type;
-  constexpr bool padded_layout = std::is_same_v<B, PaddedBatch<T>>;
-  const auto columns = static_cast<std::size_t>(batch.element_rank() - 1);
-  const RowPadder<T> row_padder(plan_pad(Shape{batch.last_dim()}, {pads.back()})[0], mode, value);
-  const BatchGeometry from = geometry_of(batch);
-  const BatchGeometry to = geometry_of(out);
-  Tensor<T> out_data = out.data();
+template <class T>
+void pad_batch_by_rows(const BatchGeometry& from, const StridedView<const T>& in_data,
+                       const BatchGeometry& to, const StridedView<T>& out_data,
+                       const PaddedSizes& padded, const std::vector<DimPad>& pads, PadMode mode,
+                       T value) {
+  const bool padded_layout = to.kind() == BatchKind::padded;
+  const auto columns = static_cast<std::size_t>(from.columns());
+  const RowPadder<T> row_padder(plan_pad(Shape{from.last_dim()}, {pads.back()})[0], mode, value);
   const Shape& out_shape = out_data.shape();
   // The rows an element's output spans: its padded sizes, or a padded batch's whole slot.
   Shape rows_shape =
@@ -175,7 +191,7 @@ void pad_batch_by_rows(const B& batch, B& out, const PaddedSizes& padded,
     for (std::size_t d = 0; d < columns; ++d) {
       const auto dim = static_cast<index_t>(d);
       row_plan[d] = plan_pad(Shape{from.size(i, dim)}, {pads[d]})[0];
-      if constexpr (!padded_layout) rows_shape.set(d, row_plan[d].size_out);
+      if (!padded_layout) rows_shape.set(d, row_plan[d].size_out);
       in_strides[d] = from.stride(i, dim);
     }
     const auto start = static_cast<index_t>(tables.size());
@@ -183,9 +199,9 @@ void pad_batch_by_rows(const B& batch, B& out, const PaddedSizes& padded,
                        mode);
     return Span{start, static_cast<index_t>(tables.size()) - start};
   };
-  const T* in = batch.data().data();
+  const T* in = in_data.data();
   T* written = out_data.data();
-  for (index_t i = 0; i < batch.batch_size(); ++i) {
+  for (index_t i = 0; i < from.batch_size(); ++i) {
     Span& span = spans[static_cast<std::size_t>(padded.class_of[static_cast<std::size_t>(i)])];
     if (span.start < 0) {
       if (static_cast<index_t>(tables.size()) > pad_rows_cache) {  // many sizes: start again
@@ -199,39 +215,53 @@ void pad_batch_by_rows(const B& batch, B& out, const PaddedSizes& padded,
   }
 }
 
+/// pad_batch_raw's body for the word T of the element width. Header-only mode calls it directly,
+/// so a file compiles only the widths it pads; the library's pad_batch_raw dispatches to it.
+template <class T>
+void pad_batch_words(const BatchGeometry& from, const RawView& in, const BatchGeometry& to,
+                     const RawView& out, const PaddedSizes& padded, const std::vector<DimPad>& pads,
+                     PadMode mode, const void* value) {
+  T fill;
+  std::memcpy(&fill, value, sizeof(T));
+  const StridedView<const T> source_data = typed_view<const T>(in);
+  const StridedView<T> all = typed_view<T>(out);
+  // Elements with rows dense along the last dim and at most pad_rows_limit rows (a padded
+  // batch: per slot) go row by row; larger ones through pad_views, whose per-call planning
+  // their size repays.
+  const index_t slot_rows = to.kind() == BatchKind::padded && all.numel() > 0
+                                ? all.numel() / all.size(0) / all.size(-1)
+                                : 0;
+  if ((source_data.size(-1) <= 1 || source_data.strides().back() == 1) &&
+      std::max(padded.most_rows, slot_rows) <= pad_rows_limit) {
+    pad_batch_by_rows(from, source_data, to, all, padded, pads, mode, fill);
+    return;
+  }
+  const Stores stores = stores_for_output(all);
+  for (index_t i = 0; i < from.batch_size(); ++i) {
+    pad_views<T>(source_data.with_layout(from.element(i)), all.with_layout(to.element(i)), pads,
+                 mode, fill, stores);
+    to.for_each_padding(all.layout(), i, [&](const Layout& box) {
+      fill_view(all.with_layout(box), fill, Stores::cached);
+    });
+  }
+}
+#endif  // TBATCH_DEFINITIONS
+
 /// pad for every batch layout, once: each element(i) is padded into element(i) of a result of
-/// the same layout, so borders only ever read the element's own data. Elements with rows dense
-/// along the last dim and at most pad_rows_limit rows (a padded batch: per slot) go row by row
-/// (pad_batch_by_rows); larger ones through pad_views, whose per-call planning their size
-/// repays.
+/// the same layout, so borders only ever read the element's own data.
 template <Batch B>
 B pad_batch(const B& batch, const std::vector<DimPad>& pads, PadMode mode,
             typename B::value_type value) {
-  using T = typename B::value_type;
-  constexpr bool padded_layout = std::is_same_v<B, PaddedBatch<T>>;
   const PaddedSizes padded = padded_sizes(batch, pads, mode);
   B out = allocate_padded_batch(batch, padded.sizes, pads, mode);
-  const Tensor<T>& data = out.data();
-  const index_t slot_rows =
-      padded_layout && data.numel() > 0 ? data.numel() / data.size(0) / data.size(-1) : 0;
-  const Tensor<T>& source_data = batch.data();
-  if ((source_data.size(-1) <= 1 || source_data.stride(-1) == 1) &&
-      std::max(padded.most_rows, slot_rows) <= pad_rows_limit) {
-    pad_batch_by_rows(batch, out, padded, pads, mode, value);
-    return out;
-  }
-  const Stores stores = stores_for_output(out.data());
-  Tensor<T> out_data = out.data();
-  const StridedView<T> all = out_data.view();
-  const BatchGeometry geometry = geometry_of(out);
-  for (index_t i = 0; i < batch.batch_size(); ++i) {
-    const Tensor<T> source = batch.element(i);
-    Tensor<T> target = out.element(i);
-    pad_views<T>(source.view(), target.view(), pads, mode, value, stores);
-    geometry.for_each_padding(all.layout(), i, [&](const Layout& box) {
-      fill_view(all.with_layout(box), value, Stores::cached);
-    });
-  }
+#if TBATCH_DEFINITIONS
+  pad_batch_words<WordOf<typename B::value_type>>(geometry_of(batch), raw_view(batch.data().view()),
+                                                  geometry_of(out), raw_view(out.data().view()),
+                                                  padded, pads, mode, &value);
+#else
+  pad_batch_raw(geometry_of(batch), raw_view(batch.data().view()), geometry_of(out),
+                raw_view(out.data().view()), padded, pads, mode, &value);
+#endif
   return out;
 }
 
@@ -271,3 +301,21 @@ B pad(const B& batch, std::initializer_list<std::array<index_t, 2>> pairs,
 }
 
 }  // namespace tbatch
+
+// The library's entry point (compiled mode), one function for every width.
+#ifdef TBATCH_BUILDING_LIBRARY
+
+namespace tbatch::detail {
+
+TBATCH_INLINE void pad_batch_raw(const BatchGeometry& from, const RawView& in,
+                                 const BatchGeometry& to, const RawView& out,
+                                 const PaddedSizes& padded, const std::vector<DimPad>& pads,
+                                 PadMode mode, const void* value) {
+  dispatch_width(out.element_size(), [&]<class W>(std::type_identity<W>) {
+    pad_batch_words<W>(from, in, to, out, padded, pads, mode, value);
+  });
+}
+
+}  // namespace tbatch::detail
+
+#endif  // TBATCH_BUILDING_LIBRARY

@@ -1,15 +1,18 @@
 #pragma once
 // pad's kernel on views: the interior copy and the border slabs, the fused row pass and the
-// blocking; pad_views serves the dense forms and the large elements of batches.
+// blocking; pad_views serves the dense forms and the large elements of batches. Instantiated per
+// element width (Word<N>) behind the non-template entry points of pad.hpp and pad_batch.hpp.
 
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "tbatch/base/parallel.hpp"
+#include "tbatch/base/storage.hpp"
 #include "tbatch/base/tuning.hpp"
 #include "tbatch/ops/pad_plan.hpp"
 #include "tbatch/tensor/tensor.hpp"
@@ -19,6 +22,25 @@
 
 namespace tbatch {
 namespace detail {
+
+/// The view of `region` that border positions [j0, j0 + n) of `dim` copy from.
+template <class T>
+StridedView<const T> border_source_view(const StridedView<T>& region, index_t dim, PadMode mode,
+                                        const PadDim& p, index_t j0, index_t n) {
+  const StridedView<const T> from = region;
+  const index_t first = border_source(mode, p, j0);
+  switch (border_slope(mode)) {
+    case 0: {
+      std::vector<index_t> sizes(static_cast<std::size_t>(region.dim()), -1);
+      sizes[static_cast<std::size_t>(dim)] = n;
+      return from.narrow(dim, first, 1).expand(sizes);
+    }
+    case -1:
+      return from.narrow(dim, first - n + 1, n).slice(dim, std::nullopt, std::nullopt, -1);
+    default:
+      return from.narrow(dim, first, n);
+  }
+}
 
 /// How each row (along the last dim, dense on both sides) of a pad is written: [left border |
 /// source columns | right border], the borders `value` in constant mode, else copied from the
@@ -324,12 +346,14 @@ void pad_views(const StridedView<const T>& src, const StridedView<T>& dst,
       Shape wide;
       for (std::size_t d = 0; d < plan.size(); ++d)
         wide.push_back(plan[d].size_in + uncropped[d].before + uncropped[d].after);
-      Tensor<T> canvas = Tensor<T>::empty(wide);
+      // T is a Word (no Tensor of it): the canvas is a bare buffer.
+      const std::shared_ptr<Storage> buffer = Storage::allocate(wide.numel(), index_t(sizeof(T)));
+      const StridedView<T> canvas(static_cast<T*>(buffer->data()), wide);
       const std::vector<PadDim> uncropped_plan = plan_pad(src.shape(), uncropped);
       for ([[maybe_unused]] const PadDim& p : uncropped_plan)
         TBATCH_ASSERT(!p.pads() || borders_read_interior(mode, p));
-      pad_blocked(src, canvas.view(), uncropped_plan, mode, value, Stores::cached);
-      StridedView<const T> cropped = canvas.view();
+      pad_blocked(src, canvas, uncropped_plan, mode, value, Stores::cached);
+      StridedView<const T> cropped = canvas;
       for (std::size_t d = 0; d < plan.size(); ++d)
         cropped = cropped.narrow(static_cast<index_t>(d), uncropped[d].before - pads[d].before,
                                  plan[d].size_out);
@@ -338,13 +362,6 @@ void pad_views(const StridedView<const T>& src, const StridedView<T>& dst,
     }
   }
   pad_blocked(src, dst, plan, mode, value, stores);
-}
-
-template <class T>
-Tensor<T> pad_tensor(const Tensor<T>& x, const std::vector<DimPad>& pads, PadMode mode, T value) {
-  Tensor<T> out = Tensor<T>::empty(padded_shape(x.shape(), pads, mode, "pad"));
-  pad_views<T>(x.view(), out.view(), pads, mode, value, stores_for_output(out));
-  return out;
 }
 
 }  // namespace detail

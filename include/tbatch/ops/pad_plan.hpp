@@ -21,21 +21,7 @@ namespace tbatch {
 enum class PadMode { constant, reflect, replicate, circular, symmetric };
 
 /// Name of a mode as torch spells it ("constant", "reflect", ...); "invalid" for other values.
-inline std::string_view pad_mode_name(PadMode mode) {
-  switch (mode) {
-    case PadMode::constant:
-      return "constant";
-    case PadMode::reflect:
-      return "reflect";
-    case PadMode::replicate:
-      return "replicate";
-    case PadMode::circular:
-      return "circular";
-    case PadMode::symmetric:
-      return "symmetric";
-  }
-  return "invalid";
-}
+TBATCH_INLINE std::string_view pad_mode_name(PadMode mode);
 inline std::ostream& operator<<(std::ostream& out, PadMode mode) {
   return out << pad_mode_name(mode);
 }
@@ -51,12 +37,7 @@ struct DimPad {
   bool pads() const { return before != 0 || after != 0; }
 };
 
-inline void check_pad_mode(PadMode mode, const char* function) {
-  if (pad_mode_name(mode) == "invalid")
-    fail<ValueError>(function, "mode ", static_cast<int>(mode),
-                     " is not a PadMode; expected constant, reflect, replicate, circular or "
-                     "symmetric");
-}
+TBATCH_INLINE void check_pad_mode(PadMode mode, const char* function);
 
 /// Only constant mode uses `value` (torch rejects a value for the other modes as well).
 template <class T>
@@ -68,8 +49,94 @@ void check_pad_value(PadMode mode, T value, const char* function) {
 
 /// Per-dim pads (first dim first) from a flat list in torch order: (before, after) of the last
 /// dim, then of the dim before it, ... `subject` completes "but <subject> rank r".
-inline std::vector<DimPad> pads_from_flat(const std::vector<index_t>& flat, index_t rank,
-                                          const char* function, const char* subject) {
+TBATCH_INLINE std::vector<DimPad> pads_from_flat(const std::vector<index_t>& flat, index_t rank,
+                                                 const char* function, const char* subject);
+
+/// Per-dim pads from {before, after} pairs, one per dim, first dim first; no pairs at all pads
+/// nothing (so `pad(x, {})`, which picks this form, means no padding as in the flat form).
+TBATCH_INLINE std::vector<DimPad> pads_from_pairs(const std::vector<std::array<index_t, 2>>& pairs,
+                                                  index_t rank, const char* function,
+                                                  const char* subject);
+
+/// " of element i" for errors about batch elements, nothing for dense tensors.
+struct ElementSuffix {
+  index_t element = -1;
+  friend std::ostream& operator<<(std::ostream& out, const ElementSuffix& s) {
+    if (s.element >= 0) out << " of element " << s.element;
+    return out;
+  }
+};
+
+/// The shape of `shape` padded by `pads`, after checking every dim against the mode's limits:
+/// output sizes >= 0; reflect needs pads < size, symmetric and circular pads <= size,
+/// replicate a non-empty dim (only positive pads count; crops need no source data).
+TBATCH_INLINE Shape padded_shape(const Shape& shape, const std::vector<DimPad>& pads, PadMode mode,
+                                 const char* function, index_t element = -1);
+
+/// One dim of a pad, in output positions: [lo, hi) holds source elements lo - before ...,
+/// [0, lo) is the leading border and [hi, size_out) the trailing one.
+struct PadDim {
+  index_t size_in = 0, size_out = 0, before = 0, after = 0, lo = 0, hi = 0;
+
+  bool pads() const { return before != 0 || after != 0; }
+};
+
+TBATCH_INLINE std::vector<PadDim> plan_pad(const Shape& shape, const std::vector<DimPad>& pads);
+
+/// Slope of the map from a border's output positions to the positions it copies:
+/// reflect and symmetric run backwards, replicate stays put, circular runs forwards.
+TBATCH_INLINE index_t border_slope(PadMode mode);
+
+/// The output position whose element the border position `j` copies: the mode's index rule
+/// maps j's source coordinate (outside [0, size_in)) back into the source, and the result is
+/// shifted to where the interior holds it.
+TBATCH_INLINE index_t border_source(PadMode mode, const PadDim& p, index_t j);
+
+/// The source index output position `j` of dim `p` reads: j - before inside the source, the
+/// mode's index rule in a border, -1 in a constant border.
+TBATCH_INLINE index_t source_index(PadMode mode, const PadDim& p, index_t j);
+
+/// True when both borders of a dim copy only positions of the written interior [lo, hi); a
+/// crop on the far side can remove the data a border mirrors (reflect (2, -3) of 4 elements).
+TBATCH_INLINE bool borders_read_interior(PadMode mode, const PadDim& p);
+
+inline constexpr const char* tensor_subject = "the tensor has";
+inline constexpr const char* batch_subject = "the batch's elements have";
+
+}  // namespace detail
+}  // namespace tbatch
+
+#if TBATCH_DEFINITIONS
+
+namespace tbatch {
+
+TBATCH_INLINE std::string_view pad_mode_name(PadMode mode) {
+  switch (mode) {
+    case PadMode::constant:
+      return "constant";
+    case PadMode::reflect:
+      return "reflect";
+    case PadMode::replicate:
+      return "replicate";
+    case PadMode::circular:
+      return "circular";
+    case PadMode::symmetric:
+      return "symmetric";
+  }
+  return "invalid";
+}
+
+namespace detail {
+
+TBATCH_INLINE void check_pad_mode(PadMode mode, const char* function) {
+  if (pad_mode_name(mode) == "invalid")
+    fail<ValueError>(function, "mode ", static_cast<int>(mode),
+                     " is not a PadMode; expected constant, reflect, replicate, circular or "
+                     "symmetric");
+}
+
+TBATCH_INLINE std::vector<DimPad> pads_from_flat(const std::vector<index_t>& flat, index_t rank,
+                                                 const char* function, const char* subject) {
   if (flat.size() % 2 != 0)
     fail<ValueError>(function, "pad ", listed(flat), " has odd length ", flat.size(),
                      "; expected (before, after) pairs listed from the last dim backwards");
@@ -84,11 +151,9 @@ inline std::vector<DimPad> pads_from_flat(const std::vector<index_t>& flat, inde
   return pads;
 }
 
-/// Per-dim pads from {before, after} pairs, one per dim, first dim first; no pairs at all pads
-/// nothing (so `pad(x, {})`, which picks this form, means no padding as in the flat form).
-inline std::vector<DimPad> pads_from_pairs(const std::vector<std::array<index_t, 2>>& pairs,
-                                           index_t rank, const char* function,
-                                           const char* subject) {
+TBATCH_INLINE std::vector<DimPad> pads_from_pairs(const std::vector<std::array<index_t, 2>>& pairs,
+                                                  index_t rank, const char* function,
+                                                  const char* subject) {
   if (pairs.empty()) return std::vector<DimPad>(static_cast<std::size_t>(rank));
   if (static_cast<index_t>(pairs.size()) != rank)
     fail<ShapeError>(function, "got ", pairs.size(), " {before, after} pairs but ", subject,
@@ -100,20 +165,8 @@ inline std::vector<DimPad> pads_from_pairs(const std::vector<std::array<index_t,
   return pads;
 }
 
-/// " of element i" for errors about batch elements, nothing for dense tensors.
-struct ElementSuffix {
-  index_t element = -1;
-  friend std::ostream& operator<<(std::ostream& out, const ElementSuffix& s) {
-    if (s.element >= 0) out << " of element " << s.element;
-    return out;
-  }
-};
-
-/// The shape of `shape` padded by `pads`, after checking every dim against the mode's limits:
-/// output sizes >= 0; reflect needs pads < size, symmetric and circular pads <= size,
-/// replicate a non-empty dim (only positive pads count; crops need no source data).
-inline Shape padded_shape(const Shape& shape, const std::vector<DimPad>& pads, PadMode mode,
-                          const char* function, index_t element = -1) {
+TBATCH_INLINE Shape padded_shape(const Shape& shape, const std::vector<DimPad>& pads, PadMode mode,
+                                 const char* function, index_t element) {
   TBATCH_ASSERT(pads.size() == shape.size());
   const ElementSuffix of{element};
   Shape out;
@@ -142,15 +195,7 @@ inline Shape padded_shape(const Shape& shape, const std::vector<DimPad>& pads, P
   return out;
 }
 
-/// One dim of a pad, in output positions: [lo, hi) holds source elements lo - before ...,
-/// [0, lo) is the leading border and [hi, size_out) the trailing one.
-struct PadDim {
-  index_t size_in = 0, size_out = 0, before = 0, after = 0, lo = 0, hi = 0;
-
-  bool pads() const { return before != 0 || after != 0; }
-};
-
-inline std::vector<PadDim> plan_pad(const Shape& shape, const std::vector<DimPad>& pads) {
+TBATCH_INLINE std::vector<PadDim> plan_pad(const Shape& shape, const std::vector<DimPad>& pads) {
   std::vector<PadDim> plan(shape.size());
   for (std::size_t d = 0; d < shape.size(); ++d) {
     PadDim& p = plan[d];
@@ -164,9 +209,7 @@ inline std::vector<PadDim> plan_pad(const Shape& shape, const std::vector<DimPad
   return plan;
 }
 
-/// Slope of the map from a border's output positions to the positions it copies:
-/// reflect and symmetric run backwards, replicate stays put, circular runs forwards.
-inline index_t border_slope(PadMode mode) {
+TBATCH_INLINE index_t border_slope(PadMode mode) {
   switch (mode) {
     case PadMode::reflect:
     case PadMode::symmetric:
@@ -178,10 +221,7 @@ inline index_t border_slope(PadMode mode) {
   }
 }
 
-/// The output position whose element the border position `j` copies: the mode's index rule
-/// maps j's source coordinate (outside [0, size_in)) back into the source, and the result is
-/// shifted to where the interior holds it.
-inline index_t border_source(PadMode mode, const PadDim& p, index_t j) {
+TBATCH_INLINE index_t border_source(PadMode mode, const PadDim& p, index_t j) {
   const index_t c = j - p.before, n = p.size_in;
   index_t m = 0;
   switch (mode) {
@@ -203,18 +243,14 @@ inline index_t border_source(PadMode mode, const PadDim& p, index_t j) {
   return m + p.before;
 }
 
-/// The source index output position `j` of dim `p` reads: j - before inside the source, the
-/// mode's index rule in a border, -1 in a constant border.
-inline index_t source_index(PadMode mode, const PadDim& p, index_t j) {
+TBATCH_INLINE index_t source_index(PadMode mode, const PadDim& p, index_t j) {
   const index_t c = j - p.before;
   if (c >= 0 && c < p.size_in) return c;
   if (mode == PadMode::constant) return -1;
   return border_source(mode, p, j) - p.before;
 }
 
-/// True when both borders of a dim copy only positions of the written interior [lo, hi); a
-/// crop on the far side can remove the data a border mirrors (reflect (2, -3) of 4 elements).
-inline bool borders_read_interior(PadMode mode, const PadDim& p) {
+TBATCH_INLINE bool borders_read_interior(PadMode mode, const PadDim& p) {
   auto inside = [&](index_t j0, index_t j1) {
     if (j0 >= j1) return true;
     const index_t a = border_source(mode, p, j0), b = border_source(mode, p, j1 - 1);
@@ -223,27 +259,7 @@ inline bool borders_read_interior(PadMode mode, const PadDim& p) {
   return inside(0, p.lo) && inside(p.hi, p.size_out);
 }
 
-/// The view of `region` that border positions [j0, j0 + n) of `dim` copy from.
-template <class T>
-StridedView<const T> border_source_view(const StridedView<T>& region, index_t dim, PadMode mode,
-                                        const PadDim& p, index_t j0, index_t n) {
-  const StridedView<const T> from = region;
-  const index_t first = border_source(mode, p, j0);
-  switch (border_slope(mode)) {
-    case 0: {
-      std::vector<index_t> sizes(static_cast<std::size_t>(region.dim()), -1);
-      sizes[static_cast<std::size_t>(dim)] = n;
-      return from.narrow(dim, first, 1).expand(sizes);
-    }
-    case -1:
-      return from.narrow(dim, first - n + 1, n).slice(dim, std::nullopt, std::nullopt, -1);
-    default:
-      return from.narrow(dim, first, n);
-  }
-}
-
-inline constexpr const char* tensor_subject = "the tensor has";
-inline constexpr const char* batch_subject = "the batch's elements have";
-
 }  // namespace detail
 }  // namespace tbatch
+
+#endif  // TBATCH_DEFINITIONS

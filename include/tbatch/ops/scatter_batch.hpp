@@ -1,42 +1,65 @@
 #pragma once
 // The ragged-aware scatter into the rows of a batch's elements.
 
+#include "tbatch/base/config.hpp"
+#include "tbatch/batch/geometry.hpp"
+#include "tbatch/batch/layouts.hpp"
+#include "tbatch/tensor/tensor.hpp"
+#include "tbatch/view/raw_view.hpp"
+
+#if TBATCH_DEFINITIONS
+#include <optional>
 #include <string>
 #include <type_traits>
 
 #include "tbatch/base/errors.hpp"
-#include "tbatch/batch/layouts.hpp"
+#include "tbatch/base/word.hpp"
 #include "tbatch/ops/reduce.hpp"
 #include "tbatch/ops/scatter_kernel.hpp"
-#include "tbatch/tensor/tensor.hpp"
+#include "tbatch/view/engine.hpp"
+#endif
 
 namespace tbatch {
 namespace detail {
 
-/// Ragged-aware scatter, written once for every layout: update k is row local_index[k] of
-/// element element_index[k]; the element's place and strides in the batch's data (what its view
+/// Ragged-aware scatter, written once for every layout and compiled once per element width
+/// (adding: per dtype): update k is row local_index[k] of element element_index[k] of the batch
+/// whose `data` `geometry` places; the element's place and strides in the data (what its view
 /// would say, from the metadata) tell where that row lives.
-template <Batch B>
-void scatter_elements_into(const char* function, const B& batch,
-                           const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
-                           const Tensor<typename B::value_type>& updates, bool overwrite) {
-  using T = typename B::value_type;
-  if constexpr (std::is_same_v<T, bool>) {
-    if (!overwrite) fail_bool_reduction(function, "overwrite=false (adding updates)");
-  }
-  const index_t batch_size = batch.batch_size();
-  const index_t coords = batch.element_rank() - 1;  // coordinates of a row inside an element
-  const index_t last_dim = batch.last_dim();
+TBATCH_INLINE void scatter_elements_raw(const char* function, const BatchGeometry& geometry,
+                                        const RawView& data, const Tensor<index_t>& element_index,
+                                        const Tensor<index_t>& local_index, const RawView& updates,
+                                        bool overwrite);
+
+#if TBATCH_DEFINITIONS
+// Its body for the element type T, to which the library's entry point dispatches.
+template <class T>
+void scatter_elements_raw(const char* function, const BatchGeometry& geometry, const RawView& data,
+                          const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
+                          const RawView& updates, bool overwrite) {
+  if (data.dtype == DType::boolean && !overwrite)
+    fail_bool_reduction(function, "overwrite=false (adding updates)");
+  const index_t batch_size = geometry.batch_size();
+  const index_t coords = geometry.columns();  // coordinates of a row inside an element
+  const index_t last_dim = geometry.last_dim();
+  // Element e's full shape, as the batch's shape_of(e) says it.
+  auto shape_of = [&](index_t e) {
+    Shape shape;
+    for (index_t c = 0; c < coords; ++c)
+      shape.push_back(geometry.size(e, c));
+    shape.push_back(last_dim);
+    return shape;
+  };
   if (element_index.dim() != 1)
     fail<ShapeError>(function, "element_index must be 1-d, got shape ", element_index.shape());
   const index_t n = element_index.size(0);
   const bool flat_local = coords == 1 && local_index.dim() == 1;
   if (!(flat_local || local_index.shape() == Shape{n, coords}))
     fail<ShapeError>(function, "local_index has shape ", local_index.shape(), " but ", n,
-                     " updates into elements of rank ", batch.element_rank(), " need [", n, ", ",
-                     coords, "]", coords == 1 ? concat(" or [", n, "]") : std::string());
-  if (!(updates.shape() == Shape{n, last_dim}))
-    fail<ShapeError>(function, "updates has shape ", updates.shape(), " but ", n,
+                     " updates into elements of rank ", coords + 1, " need [", n, ", ", coords, "]",
+                     coords == 1 ? concat(" or [", n, "]") : std::string());
+  if (!(updates.layout.shape == Shape{n, last_dim}))
+    fail<ShapeError>(function, "updates has shape ", updates.layout.shape, " but ", n,
                      " updates of rows of size ", last_dim, " need [", n, ", ", last_dim, "]");
 
   // Each element's place, sizes and strides come from the metadata (the batch geometry), so the
@@ -47,9 +70,7 @@ void scatter_elements_into(const char* function, const B& batch,
   const Tensor<index_t> local = (flat_local ? local_index.unsqueeze(1) : local_index).contiguous();
   const index_t* targets_in = element_of.data();
   const index_t* positions_in = local.data();
-  Tensor<T> data = batch.data();
-  const index_t data_offset = data.offset();
-  const BatchGeometry geometry = geometry_of(batch);
+  const index_t data_offset = data.layout.offset;
   Tensor<index_t> target_rows = Tensor<index_t>::empty(Shape{n});
   index_t* row_offset = target_rows.data();
   geometry.with_kind([&](auto kind) {
@@ -68,26 +89,45 @@ void scatter_elements_into(const char* function, const B& batch,
               function,
               flat_local ? concat("local_index[", k, "]") : concat("local_index[", k, ", ", c, "]"),
               " = ", value, " is out of range for element ", e, ", whose dim ", c, " has size ",
-              size, " (element shape ", batch.shape_of(e), ")", expected_range(size));
+              size, " (element shape ", shape_of(e), ")", expected_range(size));
         offset += value * geometry.stride(e, c);
       }
       row_offset[k] = offset;
     }
   });
-  check_distinct_elements(data.view(), function, "the batch's data");
-
-  const Tensor<T> source = unaliased(updates, data.view());
+  const StridedView<T> all = typed_view<T>(data);
+  check_distinct_elements(all, function, "the batch's data");
+  std::optional<Tensor<T>> staging;
+  const StridedView<const T> source = unaliased_view(updates, all, staging);
   const StridedView<T> base =
-      data.view().with_layout(Layout{Shape{n, last_dim}, {0, data.stride(-1)}, 0});
+      all.with_layout(Layout{Shape{n, last_dim}, {0, data.layout.strides.back()}, 0});
   const StridedView<const index_t> at = StridedView<const index_t>(target_rows.view())
                                             .with_layout(Layout{Shape{n, last_dim}, {1, 0}, 0});
   if (overwrite) {
-    scatter_along(source.view(), at, 1, base, AssignOp<T>{});
+    scatter_along(as_words(source), at, 1, as_words(base), AssignOp<WordOf<T>>{});
   } else if constexpr (!std::is_same_v<T, bool>) {
     const T zero(0);
-    scatter_along(broadcast_value(zero, source.shape()), at, 1, base, AssignOp<T>{});
-    scatter_along(source.view(), at, 1, base, SumOp<T>{});
+    scatter_along(as_words(broadcast_value(zero, source.shape())), at, 1, as_words(base),
+                  AssignOp<WordOf<T>>{});
+    scatter_along(source, at, 1, base, SumOp<T>{});
   }
+}
+#endif  // TBATCH_DEFINITIONS
+
+/// The thin part: the kernel of the batch's dtype itself in header-only mode (and the library),
+/// the library's entry point in compiled mode.
+template <Batch B>
+void scatter_elements_into(const char* function, const B& batch,
+                           const Tensor<index_t>& element_index, const Tensor<index_t>& local_index,
+                           const Tensor<typename B::value_type>& updates, bool overwrite) {
+#if TBATCH_DEFINITIONS
+  scatter_elements_raw<typename B::value_type>(function, geometry_of(batch),
+                                               raw_view(batch.data().view()), element_index,
+                                               local_index, raw_view(updates.view()), overwrite);
+#else
+  scatter_elements_raw(function, geometry_of(batch), raw_view(batch.data().view()), element_index,
+                       local_index, raw_view(updates.view()), overwrite);
+#endif
 }
 
 }  // namespace detail
@@ -120,3 +160,22 @@ B& scatter_(B& batch, const Tensor<index_t>& element_index, const Tensor<index_t
 }
 
 }  // namespace tbatch
+
+// The library's entry point (compiled mode), one function for every dtype.
+#ifdef TBATCH_BUILDING_LIBRARY
+
+namespace tbatch::detail {
+
+TBATCH_INLINE void scatter_elements_raw(const char* function, const BatchGeometry& geometry,
+                                        const RawView& data, const Tensor<index_t>& element_index,
+                                        const Tensor<index_t>& local_index, const RawView& updates,
+                                        bool overwrite) {
+  dispatch_dtype(data.dtype, [&]<class T>(std::type_identity<T>) {
+    scatter_elements_raw<T>(function, geometry, data, element_index, local_index, updates,
+                            overwrite);
+  });
+}
+
+}  // namespace tbatch::detail
+
+#endif  // TBATCH_BUILDING_LIBRARY

@@ -1,7 +1,8 @@
 #pragma once
 // What the scatter family and the segment reductions share around the scatter primitive
 // (view/scatter_runs.hpp): updates at computed offsets, the views an index moves along, the
-// argument checks and Reduce::mean's hit counts.
+// argument checks and Reduce::mean's hit counts. The scatter family includes it only where its
+// kernels are compiled (TBATCH_DEFINITIONS).
 
 #include <algorithm>
 #include <array>
@@ -20,6 +21,7 @@
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/layout.hpp"
+#include "tbatch/view/raw_view.hpp"
 #include "tbatch/view/scatter_runs.hpp"
 
 namespace tbatch {
@@ -71,10 +73,21 @@ StridedView<T> indexed_base(const StridedView<T>& v, index_t dim, index_t size) 
   return v.with_layout(std::move(l));
 }
 
-/// 0-d tensors behave as 1-d tensors of one element (as torch's scatter / index_add).
-template <class T>
-Tensor<T> nonempty_dims(const Tensor<T>& t) {
+/// 0-d tensors (and views) behave as 1-d ones of one element (as torch's scatter / index_add).
+template <class V>
+V nonempty_dims(const V& t) {
   return t.dim() == 0 ? t.unsqueeze(0) : t;
+}
+
+/// `input` as a view of T, or, when it shares elements with `out` (the view a kernel is about to
+/// write), a view of its copy kept in `staging`, which stays empty (no allocation) otherwise.
+template <class T, class D>
+StridedView<const T> unaliased_view(const RawView& input, const StridedView<D>& out,
+                                    std::optional<Tensor<T>>& staging) {
+  const StridedView<const T> view = typed_view<const T>(input);
+  if (!may_share_elements(view, out)) return view;
+  staging = Tensor<T>::from_view(view);
+  return StridedView<const T>(staging->view());
 }
 
 // ---------------------------------------------------------------------------------------------
