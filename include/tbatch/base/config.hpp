@@ -16,7 +16,10 @@
 // Where the bodies of tbatch's non-template functions are compiled. Header-only mode (the
 // default): in every file, as inline functions. Compiled mode (TBATCH_COMPILED, which linking
 // tbatch::compiled defines): once, in the library, whose sources define TBATCH_BUILDING_LIBRARY;
-// a user's file sees their declarations only.
+// a user's file sees their declarations only. The ops' kernels follow the same switch: where
+// TBATCH_DEFINITIONS is 1 an op instantiates the kernel of its element type directly; where it
+// is 0 it calls the library's non-template entry point (see docs/design.md, "The kernel
+// boundary").
 #if !defined(TBATCH_COMPILED) || defined(TBATCH_BUILDING_LIBRARY)
 #define TBATCH_DEFINITIONS 1
 #else
@@ -26,15 +29,6 @@
 #define TBATCH_INLINE
 #else
 #define TBATCH_INLINE inline
-#endif
-// Where the ops' kernels run: in compiled mode a user's file calls the library's kernels through
-// non-template entry points on type-erased views (which only the library defines, dispatching on
-// the element width or dtype); header-only mode and the library itself instantiate the typed
-// kernel directly, so a file compiles only the kernels of the types it uses.
-#if defined(TBATCH_COMPILED) && !defined(TBATCH_BUILDING_LIBRARY)
-#define TBATCH_KERNELS_IN_LIBRARY 1
-#else
-#define TBATCH_KERNELS_IN_LIBRARY 0
 #endif
 
 namespace tbatch {

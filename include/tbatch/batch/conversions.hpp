@@ -17,7 +17,7 @@
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
 
-#if !TBATCH_KERNELS_IN_LIBRARY
+#if TBATCH_DEFINITIONS
 #include "tbatch/batch/conversions_kernel.hpp"
 #endif
 

@@ -9,7 +9,7 @@
 #include "tbatch/base/config.hpp"
 #include "tbatch/batch/conversions.hpp"
 
-#if !TBATCH_KERNELS_IN_LIBRARY
+#if TBATCH_DEFINITIONS
 #include "tbatch/batch/conversions_kernel.hpp"
 #endif
 
@@ -45,7 +45,7 @@ Tensor<list_value_t<List>> pad_sequence(const List& list,
 
 // The body, where the conversions' kernels are visible (a compiled-mode file calls the
 // library's instantiation).
-#if !TBATCH_KERNELS_IN_LIBRARY
+#if TBATCH_DEFINITIONS
 namespace tbatch::detail {
 
 template <class T>

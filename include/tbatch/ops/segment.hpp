@@ -13,7 +13,7 @@
 #include "tbatch/ops/segment_checks.hpp"
 #include "tbatch/tensor/tensor.hpp"
 
-#if TBATCH_KERNELS_IN_LIBRARY
+#if !TBATCH_DEFINITIONS
 #include "tbatch/tensor/any_tensor.hpp"
 #else
 #include "tbatch/ops/segment_kernel.hpp"
@@ -27,7 +27,7 @@ namespace detail {
 template <class T>
 Tensor<T> segment_reduce_of(const char* function, const Tensor<T>& values,
                             const Tensor<index_t>& first_idx, Reduce reduce) {
-#if TBATCH_KERNELS_IN_LIBRARY
+#if !TBATCH_DEFINITIONS
   return segment_reduce_kernel(function, AnyTensor(values), first_idx, reduce)
       .template get<T>(function);
 #else
@@ -37,7 +37,7 @@ Tensor<T> segment_reduce_of(const char* function, const Tensor<T>& values,
 template <bool Max, class T>
 Tensor<index_t> segment_arg_of(const char* function, const Tensor<T>& values,
                                const Tensor<index_t>& first_idx) {
-#if TBATCH_KERNELS_IN_LIBRARY
+#if !TBATCH_DEFINITIONS
   return segment_arg_kernel(function, AnyTensor(values), first_idx, Max);
 #else
   return segment_arg_impl<T, Max>(function, values, first_idx);

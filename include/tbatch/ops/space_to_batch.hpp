@@ -34,7 +34,7 @@
 #include "tbatch/view/aliasing.hpp"
 #include "tbatch/view/raw_view.hpp"
 
-#if !TBATCH_KERNELS_IN_LIBRARY
+#if TBATCH_DEFINITIONS
 #include "tbatch/ops/space_to_batch_kernel.hpp"
 #include "tbatch/view/engine.hpp"
 #endif
@@ -48,7 +48,7 @@ namespace detail {
 template <class T>
 void space_to_batch_of(const BlockPlan& plan, StridedView<const T> x, StridedView<T> out,
                        T pad_value) {
-#if TBATCH_KERNELS_IN_LIBRARY
+#if !TBATCH_DEFINITIONS
   space_to_batch_kernel(plan, raw_view(x), raw_view(out), &pad_value);
 #else
   run_space_to_batch(plan, as_words(x), as_words(out), to_word(pad_value));
@@ -56,7 +56,7 @@ void space_to_batch_of(const BlockPlan& plan, StridedView<const T> x, StridedVie
 }
 template <class T>
 void batch_to_space_of(const BlockPlan& plan, StridedView<const T> x, StridedView<T> out) {
-#if TBATCH_KERNELS_IN_LIBRARY
+#if !TBATCH_DEFINITIONS
   batch_to_space_kernel(plan, raw_view(x), raw_view(out));
 #else
   run_batch_to_space(plan, as_words(x), as_words(out));
