@@ -12,6 +12,7 @@
 #include "tbatch/base/parallel.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
+#include "tbatch/view/engine.hpp"
 
 namespace tbatch {
 
