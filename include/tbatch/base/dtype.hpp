@@ -1,9 +1,11 @@
 #pragma once
-// The twelve element types tbatch supports, their runtime tags and traits.
+// The twelve element types tbatch supports, their runtime tags and traits, and the conversion
+// between them (cast_element).
 
 #include <Eigen/Core>
 #include <concepts>
 #include <cstdint>
+#include <limits>
 #include <ostream>
 #include <string_view>
 #include <type_traits>
@@ -112,5 +114,35 @@ concept IntegralElement =
 /// Element types with arithmetic (everything except bool).
 template <class T>
 concept ArithmeticElement = FloatingElement<T> || IntegralElement<T>;
+
+namespace detail {
+
+/// `value` as D, every conversion defined, with torch's results on x86: a float (half and
+/// bfloat16 through float) becomes an integer by truncation toward zero into int32 (for int8,
+/// int16, int32, uint16) or int64 (for int64, uint32 and, as torch routes it, uint8), where a
+/// NaN, an infinity or a value outside that type gives its minimum, as the x86 conversion
+/// instructions do; the result then wraps modulo 2^N into D. Other conversions are
+/// static_cast's, which are defined (floats to floats round, to infinity past the largest).
+template <class D, class S>
+D cast_element(S value) {
+  if constexpr (std::is_integral_v<D> && !std::is_same_v<D, bool> && !std::is_integral_v<S>) {
+    using Via = std::conditional_t<sizeof(D) == 8 || std::is_same_v<D, std::uint32_t> ||
+                                       std::is_same_v<D, std::uint8_t>,
+                                   std::int64_t, std::int32_t>;
+    double v;
+    if constexpr (std::is_floating_point_v<S>)
+      v = static_cast<double>(value);
+    else
+      v = static_cast<double>(static_cast<float>(value));  // Eigen::half, Eigen::bfloat16
+    const double limit = -static_cast<double>(std::numeric_limits<Via>::min());  // 2^31, 2^63
+    const Via whole =
+        v >= -limit && v < limit ? static_cast<Via>(v) : std::numeric_limits<Via>::min();
+    return static_cast<D>(whole);
+  } else {
+    return static_cast<D>(value);
+  }
+}
+
+}  // namespace detail
 
 }  // namespace tbatch

@@ -20,11 +20,14 @@
 #include "tbatch/base/shape.hpp"
 #include "tbatch/tensor/indexing.hpp"
 #include "tbatch/tensor/tensor.hpp"
-#include "tbatch/view/engine.hpp"
+#include "tbatch/view/for_each.hpp"
 #include "tbatch/view/layout.hpp"
 
 #if TBATCH_DEFINITIONS
 #include <cstring>
+
+#include "tbatch/view/copy.hpp"
+#include "tbatch/view/engine.hpp"
 #endif
 
 namespace tbatch {
@@ -314,9 +317,9 @@ TBATCH_INLINE void AnyTensor::assign_at(const Layout& piece, const AnyTensor& so
                   static_cast<std::size_t>(source.numel() * size));
     return;
   }
-  detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
-    copy(source.words<const W>(source.layout_), words<W>(piece));
-  });
+  const detail::RawView out{storage_->data(), piece, dtype_};
+  detail::copy_raw(detail::RawView{source.storage_->data(), source.layout_, dtype_}, out,
+                   detail::checked_output_stores(out, "copy"));
 }
 
 TBATCH_INLINE Tensor<bool> AnyTensor::equal_elements(const AnyTensor& other,

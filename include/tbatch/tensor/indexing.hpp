@@ -10,9 +10,20 @@
 #include <variant>
 #include <vector>
 
+#include "tbatch/base/config.hpp"
+#include "tbatch/base/storage.hpp"
 #include "tbatch/tensor/tensor_class.hpp"
 #include "tbatch/view/index_types.hpp"
+#include "tbatch/view/layout.hpp"
+#include "tbatch/view/raw_view.hpp"
+
+#if TBATCH_DEFINITIONS
+#include <algorithm>
+
+#include "tbatch/view/aliasing.hpp"
+#include "tbatch/view/engine.hpp"
 #include "tbatch/view/scatter_runs.hpp"
+#endif
 
 namespace tbatch {
 
@@ -55,7 +66,68 @@ struct IndexPlan {
   bool has_advanced() const { return !advanced_dims.empty(); }
 };
 
-inline index_t consumed_dims(const TensorIndex& index) {
+/// Resolves `indices` against the first `indexable` dims of `source` (the rest are untouched,
+/// as the batch dims of a TensorDict entry).
+TBATCH_INLINE IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIndex> indices,
+                                   index_t indexable, const char* function);
+
+/// Shape of the indexing result.
+TBATCH_INLINE Shape indexed_shape(const IndexPlan& plan);
+
+/// Tensor::index's result: a view of the indexed tensor (`storage` null) or a gathered copy.
+struct Indexed {
+  std::shared_ptr<Storage> storage;
+  Layout layout;
+};
+
+/// Tensor::index, Tensor::index_put and Tensor::index_fill (with the scalar index_put, whose
+/// errors name `function`) of a tensor of any dtype: compiled once per element width.
+TBATCH_INLINE Indexed index_raw(const RawView& self, std::initializer_list<TensorIndex> indices);
+TBATCH_INLINE void index_put_raw(const RawView& self, std::initializer_list<TensorIndex> indices,
+                                 const RawView& value);
+TBATCH_INLINE void index_fill_raw(const RawView& self, std::initializer_list<TensorIndex> indices,
+                                  const void* value, const char* function);
+
+}  // namespace detail
+
+template <class T>
+Tensor<T> Tensor<T>::index(std::initializer_list<TensorIndex> indices) const {
+  detail::Indexed indexed = detail::index_raw(detail::raw_view(*this), indices);
+  if (!indexed.storage) return rebound(std::move(indexed.layout));
+  return Tensor(std::move(indexed.storage), std::move(indexed.layout));
+}
+
+template <class T>
+void Tensor<T>::index_put(std::initializer_list<TensorIndex> indices, const Tensor& value) {
+  detail::index_put_raw(detail::raw_view(*this), indices, detail::raw_view(value));
+}
+
+template <class T>
+template <Element S>
+void Tensor<T>::index_put(std::initializer_list<TensorIndex> indices, S value) {
+  const std::optional<T> converted = detail::convert_element<T>(value);
+  if (!converted)
+    detail::fail<ValueError>("index_put", "the value ", detail::widen(value), " does not fit ",
+                             dtype_name_of<T>, " (", detail::held_values<T>(), ")");
+  fill_indexed(indices, *converted, "index_put");
+}
+
+template <class T>
+void Tensor<T>::index_fill(std::initializer_list<TensorIndex> indices, T value) {
+  fill_indexed(indices, value, "index_fill");
+}
+
+template <class T>
+void Tensor<T>::fill_indexed(std::initializer_list<TensorIndex> indices, T value,
+                             const char* function) {
+  detail::index_fill_raw(detail::raw_view(*this), indices, &value, function);
+}
+
+#if TBATCH_DEFINITIONS
+
+namespace detail {
+
+TBATCH_INLINE index_t consumed_dims(const TensorIndex& index) {
   return std::visit(
       [](const auto& v) -> index_t {
         using V = std::decay_t<decltype(v)>;
@@ -70,8 +142,8 @@ inline index_t consumed_dims(const TensorIndex& index) {
 }
 
 /// Checks positions against `size` and returns a contiguous copy with negatives wrapped.
-inline Tensor<index_t> normalized_positions(const Tensor<index_t>& positions, index_t size,
-                                            index_t dim, const char* function) {
+TBATCH_INLINE Tensor<index_t> normalized_positions(const Tensor<index_t>& positions, index_t size,
+                                                   index_t dim, const char* function) {
   Tensor<index_t> out = positions.clone();
   for_each(
       [&](index_t& p) {
@@ -84,10 +156,8 @@ inline Tensor<index_t> normalized_positions(const Tensor<index_t>& positions, in
   return out;
 }
 
-/// Resolves `indices` against the first `indexable` dims of `source` (the rest are untouched,
-/// as the batch dims of a TensorDict entry).
-inline IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIndex> indices,
-                            index_t indexable, const char* function) {
+TBATCH_INLINE IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIndex> indices,
+                                   index_t indexable, const char* function) {
   index_t consumed = 0, ellipses = 0;
   for (const auto& index : indices) {
     consumed += consumed_dims(index);
@@ -163,8 +233,7 @@ inline IndexPlan plan_index(const Layout& source, std::initializer_list<TensorIn
   return plan;
 }
 
-/// Shape of the indexing result.
-inline Shape indexed_shape(const IndexPlan& plan) {
+TBATCH_INLINE Shape indexed_shape(const IndexPlan& plan) {
   if (!plan.has_advanced()) return plan.basic.shape;
   Shape out;
   const index_t first = plan.advanced_dims.front(), last = plan.advanced_dims.back();
@@ -185,7 +254,7 @@ inline Shape indexed_shape(const IndexPlan& plan) {
 }
 
 /// Element offsets (relative to plan.basic) of every gathered position, shape `gathered`.
-inline Tensor<index_t> gathered_offsets(const IndexPlan& plan) {
+TBATCH_INLINE Tensor<index_t> gathered_offsets(const IndexPlan& plan) {
   Tensor<index_t> offsets(plan.gathered);
   for (std::size_t k = 0; k < plan.indices.size(); ++k) {
     const index_t stride = plan.basic.strides[plan.advanced_dims[k]];
@@ -196,7 +265,7 @@ inline Tensor<index_t> gathered_offsets(const IndexPlan& plan) {
 }
 
 /// Layout of the non-indexed dims of plan.basic, preceded by the gathered dims with stride 0.
-inline Layout gathered_base(const IndexPlan& plan) {
+TBATCH_INLINE Layout gathered_base(const IndexPlan& plan) {
   Layout base;
   base.offset = plan.basic.offset;
   for (index_t s : plan.gathered) {
@@ -228,13 +297,20 @@ T in_gathered_order(const IndexPlan& plan, const T& result) {
 }
 
 /// Offsets broadcast over the gathered-order result: stride 0 on the non-indexed dims.
-inline Layout offsets_layout(const IndexPlan& plan, const Tensor<index_t>& offsets) {
+TBATCH_INLINE Layout offsets_layout(const IndexPlan& plan, const Tensor<index_t>& offsets) {
   Layout l = offsets.layout();
   const index_t rest = gathered_base(plan).dim() - l.dim();
   for (index_t k = 0; k < rest; ++k)
     l = layout::unsqueeze(l, l.dim());
   std::vector<index_t> sizes = gathered_base(plan).shape;
   return layout::expand(l, sizes);
+}
+
+/// tbatch::copy of views of words (put_planned's).
+template <class W>
+void copy_words(const StridedView<const W>& src, const StridedView<W>& dst) {
+  check_distinct_elements(dst, "copy", "dst");
+  copy_views(src, dst, stores_for_output(dst));
 }
 
 /// Gathers into `out` (of indexed_shape(plan)) the elements that a plan with index tensors or
@@ -254,13 +330,13 @@ void gather_planned(const T* base, const IndexPlan& plan, const StridedView<T>& 
 template <class T>
 void put_planned(T* base, const IndexPlan& plan, const StridedView<const T>& source) {
   if (!plan.has_advanced()) {
-    copy(source, StridedView<T>(base, plan.basic));
+    copy_words(source, StridedView<T>(base, plan.basic));
     return;
   }
   const StridedView<const T> ordered = in_gathered_order(plan, source);
   const auto staging = std::make_unique<T[]>(static_cast<std::size_t>(ordered.numel()));
   const StridedView<T> staged(staging.get(), ordered.shape());
-  copy(ordered, staged);
+  copy_words(ordered, staged);
   const Tensor<index_t> offsets = gathered_offsets(plan);
   scatter_along(
       StridedView<const T>(staged),
@@ -268,59 +344,53 @@ void put_planned(T* base, const IndexPlan& plan, const StridedView<const T>& sou
       StridedView<T>(base, gathered_base(plan)), AssignOp<T>{});
 }
 
-}  // namespace detail
-
-template <class T>
-Tensor<T> Tensor<T>::index(std::initializer_list<TensorIndex> indices) const {
-  const auto plan = detail::plan_index(layout_, indices, this->dim(), "index");
-  if (!plan.has_advanced()) return rebound(plan.basic);
-  Tensor out = empty(detail::indexed_shape(plan));
-  detail::gather_planned(reinterpret_cast<const detail::WordOf<T>*>(base()), plan,
-                         detail::as_words(out.view()));
+TBATCH_INLINE Indexed index_raw(const RawView& self, std::initializer_list<TensorIndex> indices) {
+  IndexPlan plan = plan_index(self.layout, indices, self.layout.dim(), "index");
+  if (!plan.has_advanced()) return {nullptr, std::move(plan.basic)};
+  Shape shape = indexed_shape(plan);
+  const index_t n = shape.numel(), size = self.element_size();
+  Indexed out{Storage::allocate(n, size), layout::contiguous(std::move(shape))};
+  dispatch_width(size, [&]<class W>(std::type_identity<W>) {
+    gather_planned(static_cast<const W*>(self.base), plan,
+                   StridedView<W>(static_cast<W*>(out.storage->data()), out.layout));
+  });
   return out;
 }
 
-template <class T>
-void Tensor<T>::index_put(std::initializer_list<TensorIndex> indices, const Tensor& value) {
-  detail::check_distinct_elements(view(), "index_put", "the tensor");
-  const auto plan = detail::plan_index(layout_, indices, this->dim(), "index_put");
-  const Shape target = detail::indexed_shape(plan);
-  if (!layout::broadcasts_to(value.shape(), target))
-    detail::fail<ShapeError>("index_put", "value of shape ", value.shape(),
-                             " cannot be broadcast to the indexed shape ", target);
-  detail::put_planned(reinterpret_cast<detail::WordOf<T>*>(base()), plan,
-                      detail::as_words(value.view().expand(std::vector<index_t>(target))));
+TBATCH_INLINE void index_put_raw(const RawView& self, std::initializer_list<TensorIndex> indices,
+                                 const RawView& value) {
+  check_distinct_layout(self.layout, "index_put", "the tensor");
+  const IndexPlan plan = plan_index(self.layout, indices, self.layout.dim(), "index_put");
+  const Shape target = indexed_shape(plan);
+  if (!layout::broadcasts_to(value.layout.shape, target))
+    fail<ShapeError>("index_put", "value of shape ", value.layout.shape,
+                     " cannot be broadcast to the indexed shape ", target);
+  const Layout expanded = layout::expand(value.layout, std::vector<index_t>(target));
+  dispatch_width(self.element_size(), [&]<class W>(std::type_identity<W>) {
+    put_planned(static_cast<W*>(self.base), plan,
+                StridedView<const W>(static_cast<const W*>(value.base), expanded));
+  });
 }
 
-template <class T>
-template <Element S>
-void Tensor<T>::index_put(std::initializer_list<TensorIndex> indices, S value) {
-  const std::optional<T> converted = detail::convert_element<T>(value);
-  if (!converted)
-    detail::fail<ValueError>("index_put", "the value ", detail::widen(value), " does not fit ",
-                             dtype_name_of<T>, " (", detail::held_values<T>(), ")");
-  fill_indexed(indices, *converted, "index_put");
-}
-
-template <class T>
-void Tensor<T>::index_fill(std::initializer_list<TensorIndex> indices, T value) {
-  fill_indexed(indices, value, "index_fill");
-}
-
-template <class T>
-void Tensor<T>::fill_indexed(std::initializer_list<TensorIndex> indices, T value,
-                             const char* function) {
-  detail::check_distinct_elements(view(), function, "the tensor");
-  const auto plan = detail::plan_index(layout_, indices, this->dim(), function);
+TBATCH_INLINE void index_fill_raw(const RawView& self, std::initializer_list<TensorIndex> indices,
+                                  const void* value, const char* function) {
+  check_distinct_layout(self.layout, function, "the tensor");
+  IndexPlan plan = plan_index(self.layout, indices, self.layout.dim(), function);
   if (!plan.has_advanced()) {
-    const StridedView<T> target(base(), plan.basic);
-    detail::fill_view(target, value, detail::stores_for_output(target));
+    const RawView target{self.base, std::move(plan.basic), self.dtype};
+    fill_raw(target, value, stores_for(target.layout.shape.numel() * target.element_size()));
     return;
   }
-  const Tensor scalar(Shape{}, value);
-  detail::put_planned(
-      reinterpret_cast<detail::WordOf<T>*>(base()), plan,
-      detail::as_words(scalar.view().expand(std::vector<index_t>(detail::indexed_shape(plan)))));
+  // The value as a rank-0 view broadcast to the indexed shape (put_planned stages its source).
+  const Layout scalar = layout::expand(Layout{}, std::vector<index_t>(indexed_shape(plan)));
+  dispatch_width(self.element_size(), [&]<class W>(std::type_identity<W>) {
+    put_planned(static_cast<W*>(self.base), plan,
+                StridedView<const W>(static_cast<const W*>(value), scalar));
+  });
 }
+
+}  // namespace detail
+
+#endif  // TBATCH_DEFINITIONS
 
 }  // namespace tbatch

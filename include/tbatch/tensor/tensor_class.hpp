@@ -20,18 +20,28 @@
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/shape.hpp"
 #include "tbatch/base/storage.hpp"
+#include "tbatch/base/streaming_stores.hpp"
 #include "tbatch/tensor/tensor_text.hpp"
-#include "tbatch/view/engine.hpp"
+#include "tbatch/view/aliasing.hpp"
+#include "tbatch/view/copy.hpp"
+#include "tbatch/view/for_each.hpp"
 #include "tbatch/view/index_types.hpp"
 #include "tbatch/view/layout.hpp"
+#include "tbatch/view/raw_view.hpp"
 #include "tbatch/view/strided_view.hpp"
 #include "tbatch/view/view_methods.hpp"
 
 namespace tbatch {
 
 class TensorIndex;
+template <class T>
+class Tensor;
 
 namespace detail {
+/// `t` with its element type erased (view/raw_view.hpp).
+template <class T>
+RawView raw_view(const Tensor<T>& t);
+
 /// The storage under layout `l` over memory the caller owns, element [0, ..., 0] at `first`
 /// (Tensor::borrow, the DLPack import): checks the strides' rank, a null or misaligned `first`
 /// and the extent's overflow, and sets l.offset to `first`'s place in the storage, which starts
@@ -77,8 +87,12 @@ class Tensor : public ViewMethods<Tensor<T>> {
         layout_(layout::contiguous(std::move(sizes))) {}
   /// A contiguous tensor of shape `sizes` with every element `fill_value`.
   Tensor(Shape sizes, T fill_value) : Tensor(empty(std::move(sizes))) {
-    // A fresh contiguous buffer: no aliasing check to make.
-    detail::fill_view(view(), fill_value, detail::stores_for_output(view()));
+    // A fresh contiguous buffer: no aliasing check to make. The layout is lent to the RawView
+    // rather than copied (a small tensor's fill costs little more than the copy).
+    detail::RawView all{base(), std::move(layout_), dtype_of<T>};
+    detail::fill_raw(all, &fill_value,
+                     detail::stores_for(all.layout.shape.numel() * index_t(sizeof(T))));
+    layout_ = std::move(all.layout);
   }
   /// A tensor of shape `sizes` holding `values` in row-major order; ShapeError if the count
   /// differs. A braced list always means values: Tensor<float>({2, 2}, {1}) is a ShapeError,
@@ -151,8 +165,14 @@ class Tensor : public ViewMethods<Tensor<T>> {
   /// target's minimum (detail::cast_element has the rule); nothing is undefined behaviour.
   template <Element U>
   Tensor<std::remove_cv_t<U>> cast() const {
-    auto out = Tensor<std::remove_cv_t<U>>::empty(shape());
-    detail::copy_views(view(), out.view(), detail::stores_for_output(out.view()));
+    using D = std::remove_cv_t<U>;
+    auto out = Tensor<D>::empty(shape());
+    if constexpr (std::is_same_v<D, T>)
+      detail::copy_raw(detail::raw_view(*this), detail::raw_view(out),
+                       detail::stores_for_output(out));
+    else
+      detail::cast_raw<D>(detail::raw_view(*this), detail::raw_view(out),
+                          detail::stores_for_output(out));
     return out;
   }
   /// cast<U>() of values U holds: ValueError naming the row-major index of the first value it
@@ -461,25 +481,15 @@ bool allclose(const Tensor<T>& a, const Tensor<T>& b, double rtol = 1e-5, double
 }
 
 namespace detail {
-/// The elements `t` prints, formatted (tensor/tensor_text.hpp); only this part depends on T.
-template <class T>
-PrintedTensor printed(const Tensor<T>& t) {
-  // Floats of every width print as double, integers as int64 / uint64.
-  using Printed = std::conditional_t<FloatingElement<T>, double, decltype(widen(T{}))>;
-  std::vector<Printed> values;
-  for (const index_t offset : printed_offsets(t.shape(), t.strides(), t.offset()))
-    values.push_back(static_cast<Printed>(widen(t.element_pointer()[offset])));
-  return {t.shape(), formatted(values)};
-}
-}  // namespace detail
-
-namespace detail {
 
 /// `input`, or a copy of it when it shares elements with `out`, the view a function is about
 /// to write (rule 2 of view/aliasing.hpp).
 template <class S, class D>
 Tensor<S> unaliased(const Tensor<S>& input, const StridedView<D>& out) {
-  return may_share_elements(input.view(), out) ? input.clone() : input;
+  return may_share_elements(input.element_pointer(), input.layout(), index_t(sizeof(S)),
+                            out.element_pointer(), out.layout(), index_t(sizeof(D)))
+             ? input.clone()
+             : input;
 }
 
 /// `input`, or, when it shares elements with `out`, a view of its copy kept in `staging`.
@@ -493,13 +503,54 @@ StridedView<const T> unaliased(const StridedView<const T>& input, const StridedV
 
 }  // namespace detail
 
+namespace detail {
+/// The elements of `t` that operator<< prints, formatted (tensor/tensor_text.hpp): compiled once,
+/// the element type dispatched inside.
+TBATCH_INLINE PrintedTensor printed(const RawView& t);
+/// Writes `t` as operator<< of a tensor does.
+TBATCH_INLINE std::ostream& write_tensor(std::ostream& out, const RawView& t);
+}  // namespace detail
+
 /// torch-like text, "tensor([[1., 2.],\n        [3., 4.]], shape=[2, 2], dtype=float32)"; more
 /// than 1000 elements are elided. The stream's precision and flags play no part.
 template <class T>
 std::ostream& operator<<(std::ostream& out, const Tensor<T>& t) {
-  std::string text;
-  detail::append_tensor(text, detail::printed(t), dtype_name_of<T>);
-  return detail::write_text(out, text);
+  return detail::write_tensor(out, detail::raw_view(t));
 }
+
+template <class T>
+detail::RawView detail::raw_view(const Tensor<T>& t) {
+  return RawView{const_cast<T*>(t.element_pointer()), t.layout(), dtype_of<T>};
+}
+
+namespace detail {
+/// The elements `t` prints, formatted (tensor/tensor_text.hpp).
+template <class T>
+PrintedTensor printed(const Tensor<T>& t) {
+  return printed(raw_view(t));
+}
+}  // namespace detail
+
+#if TBATCH_DEFINITIONS
+
+TBATCH_INLINE detail::PrintedTensor detail::printed(const RawView& t) {
+  return dispatch_dtype(t.dtype, [&]<class T>(std::type_identity<T>) -> PrintedTensor {
+    // Floats of every width print as double, integers as int64 / uint64.
+    using Printed = std::conditional_t<FloatingElement<T>, double, decltype(widen(T{}))>;
+    const T* elements = static_cast<const T*>(t.base);
+    std::vector<Printed> values;
+    for (const index_t offset : printed_offsets(t.layout.shape, t.layout.strides, t.layout.offset))
+      values.push_back(static_cast<Printed>(widen(elements[offset])));
+    return {t.layout.shape, formatted(values)};
+  });
+}
+
+TBATCH_INLINE std::ostream& detail::write_tensor(std::ostream& out, const RawView& t) {
+  std::string text;
+  append_tensor(text, printed(t), dtype_name(t.dtype));
+  return write_text(out, text);
+}
+
+#endif  // TBATCH_DEFINITIONS
 
 }  // namespace tbatch

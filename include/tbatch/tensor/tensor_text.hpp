@@ -1,23 +1,29 @@
 #pragma once
 // The text operator<< prints for tensors, batches and RaggedTensorDict. Numbers follow
 // torch._tensor_str: one format per tensor, chosen from its printed values. Everything here works
-// on double / int64 / uint64 / bool and strings, so the part compiled per element type (printed()
-// in tensor/tensor_class.hpp) only reads the elements.
+// on double / int64 / uint64 / bool and strings, so the part that knows the element type (printed()
+// in tensor/tensor_class.hpp, one function for every dtype) only reads the elements.
 
-#include <algorithm>
-#include <array>
-#include <cmath>
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <ostream>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/shape.hpp"
+
+#if TBATCH_DEFINITIONS
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
 #include "tbatch/view/layout.hpp"
 #include "tbatch/view/walk.hpp"
+#endif
 
 namespace tbatch::detail {
 
@@ -30,16 +36,62 @@ struct PrintedTensor {
   std::vector<std::string> cells;
 };
 
-inline bool elided(const Shape& shape) {
-  return shape.numel() > print_threshold;
-}
+TBATCH_INLINE bool elided(const Shape& shape);
 
 /// Offsets (in elements) of the elements a tensor of `shape` and `strides` starting at `offset`
 /// prints, row-major: all of them, or when elided the print_edge first and last of each dim. An
 /// elided dim is two dims (which end, which of its print_edge elements), and the engine's walk
 /// writes each printed element's offset at its row-major position.
-inline std::vector<index_t> printed_offsets(const Shape& shape, const Strides& strides,
-                                            index_t offset) {
+TBATCH_INLINE std::vector<index_t> printed_offsets(const Shape& shape, const Strides& strides,
+                                                   index_t offset);
+
+/// torch's float format: whole numbers as "3.", else 4 decimals; scientific when the nonzero
+/// finite magnitudes span more than 1000x, exceed 1e8, or (not whole) go below 1e-4.
+TBATCH_INLINE std::vector<std::string> formatted(const std::vector<double>& values);
+/// Integers and bools as Python prints them.
+TBATCH_INLINE std::vector<std::string> formatted(const std::vector<std::int64_t>& values);
+TBATCH_INLINE std::vector<std::string> formatted(const std::vector<std::uint64_t>& values);
+TBATCH_INLINE std::vector<std::string> formatted(const std::vector<bool>& values);
+
+/// "[a, b, ...]".
+TBATCH_INLINE void append_sizes(std::string& text, const index_t* sizes, std::size_t count);
+TBATCH_INLINE void append_shape(std::string& text, const Shape& shape);
+
+TBATCH_INLINE void append_block(std::string& text, const PrintedTensor& t, std::size_t dim,
+                                bool elide, std::size_t width, std::size_t column,
+                                std::size_t& next_cell);
+
+/// The nested-bracket values of `t`, each cell right-aligned to the widest, for text whose
+/// current line already has `column` characters (where the outer bracket goes).
+TBATCH_INLINE void append_values(std::string& text, const PrintedTensor& t, std::size_t column);
+
+/// "tensor(<values>, shape=[...], dtype=...)", on a line of its own.
+TBATCH_INLINE void append_tensor(std::string& text, const PrintedTensor& t, std::string_view dtype);
+
+/// ",\n<indent><name>=<values>": a field on its own line, its rows aligned under the first.
+TBATCH_INLINE void append_field(std::string& text, std::size_t indent, std::string_view name,
+                                const PrintedTensor& t);
+
+/// "<name>(batch_size=B, data_shape=[...], dtype=...": the first line of a batch's text.
+TBATCH_INLINE std::string batch_header(const char* name, index_t batch_size,
+                                       const Shape& data_shape, std::string_view dtype);
+
+/// Writes `text` untouched by the stream's precision, flags and width; the width is consumed, as
+/// every formatted output does.
+TBATCH_INLINE std::ostream& write_text(std::ostream& out, const std::string& text);
+
+}  // namespace tbatch::detail
+
+#if TBATCH_DEFINITIONS
+
+namespace tbatch::detail {
+
+TBATCH_INLINE bool elided(const Shape& shape) {
+  return shape.numel() > print_threshold;
+}
+
+TBATCH_INLINE std::vector<index_t> printed_offsets(const Shape& shape, const Strides& strides,
+                                                   index_t offset) {
   const bool elide = elided(shape);
   Shape printed;
   Strides at;
@@ -66,9 +118,7 @@ inline std::vector<index_t> printed_offsets(const Shape& shape, const Strides& s
   return offsets;
 }
 
-/// torch's float format: whole numbers as "3.", else 4 decimals; scientific when the nonzero
-/// finite magnitudes span more than 1000x, exceed 1e8, or (not whole) go below 1e-4.
-inline std::vector<std::string> formatted(const std::vector<double>& values) {
+TBATCH_INLINE std::vector<std::string> formatted(const std::vector<double>& values) {
   bool whole = true;
   double smallest = 0, largest = 0;
   for (const double v : values) {
@@ -96,21 +146,21 @@ inline std::vector<std::string> formatted(const std::vector<double>& values) {
   }
   return cells;
 }
-inline std::vector<std::string> formatted(const std::vector<std::int64_t>& values) {
+TBATCH_INLINE std::vector<std::string> formatted(const std::vector<std::int64_t>& values) {
   std::vector<std::string> cells;
   cells.reserve(values.size());
   for (const std::int64_t v : values)
     cells.push_back(std::to_string(v));
   return cells;
 }
-inline std::vector<std::string> formatted(const std::vector<std::uint64_t>& values) {
+TBATCH_INLINE std::vector<std::string> formatted(const std::vector<std::uint64_t>& values) {
   std::vector<std::string> cells;
   cells.reserve(values.size());
   for (const std::uint64_t v : values)
     cells.push_back(std::to_string(v));
   return cells;
 }
-inline std::vector<std::string> formatted(const std::vector<bool>& values) {
+TBATCH_INLINE std::vector<std::string> formatted(const std::vector<bool>& values) {
   std::vector<std::string> cells;
   cells.reserve(values.size());
   for (const bool v : values)
@@ -118,8 +168,7 @@ inline std::vector<std::string> formatted(const std::vector<bool>& values) {
   return cells;
 }
 
-/// "[a, b, ...]".
-inline void append_sizes(std::string& text, const index_t* sizes, std::size_t count) {
+TBATCH_INLINE void append_sizes(std::string& text, const index_t* sizes, std::size_t count) {
   text += '[';
   for (std::size_t d = 0; d < count; ++d) {
     if (d > 0) text += ", ";
@@ -127,12 +176,14 @@ inline void append_sizes(std::string& text, const index_t* sizes, std::size_t co
   }
   text += ']';
 }
-inline void append_shape(std::string& text, const Shape& shape) {
+
+TBATCH_INLINE void append_shape(std::string& text, const Shape& shape) {
   append_sizes(text, shape.data(), shape.size());
 }
 
-inline void append_block(std::string& text, const PrintedTensor& t, std::size_t dim, bool elide,
-                         std::size_t width, std::size_t column, std::size_t& next_cell) {
+TBATCH_INLINE void append_block(std::string& text, const PrintedTensor& t, std::size_t dim,
+                                bool elide, std::size_t width, std::size_t column,
+                                std::size_t& next_cell) {
   if (dim == t.shape.size()) {
     const std::string& cell = t.cells[next_cell++];
     text.append(width - cell.size(), ' ');
@@ -162,9 +213,7 @@ inline void append_block(std::string& text, const PrintedTensor& t, std::size_t 
   text += ']';
 }
 
-/// The nested-bracket values of `t`, each cell right-aligned to the widest, for text whose
-/// current line already has `column` characters (where the outer bracket goes).
-inline void append_values(std::string& text, const PrintedTensor& t, std::size_t column) {
+TBATCH_INLINE void append_values(std::string& text, const PrintedTensor& t, std::size_t column) {
   std::size_t width = 0;
   for (const std::string& cell : t.cells)
     width = std::max(width, cell.size());
@@ -172,8 +221,8 @@ inline void append_values(std::string& text, const PrintedTensor& t, std::size_t
   append_block(text, t, 0, elided(t.shape), width, column, next_cell);
 }
 
-/// "tensor(<values>, shape=[...], dtype=...)", on a line of its own.
-inline void append_tensor(std::string& text, const PrintedTensor& t, std::string_view dtype) {
+TBATCH_INLINE void append_tensor(std::string& text, const PrintedTensor& t,
+                                 std::string_view dtype) {
   text += "tensor(";
   append_values(text, t, 7);
   text += ", shape=";
@@ -183,9 +232,8 @@ inline void append_tensor(std::string& text, const PrintedTensor& t, std::string
   text += ')';
 }
 
-/// ",\n<indent><name>=<values>": a field on its own line, its rows aligned under the first.
-inline void append_field(std::string& text, std::size_t indent, std::string_view name,
-                         const PrintedTensor& t) {
+TBATCH_INLINE void append_field(std::string& text, std::size_t indent, std::string_view name,
+                                const PrintedTensor& t) {
   text += ",\n";
   text.append(indent, ' ');
   text.append(name.data(), name.size());
@@ -193,9 +241,8 @@ inline void append_field(std::string& text, std::size_t indent, std::string_view
   append_values(text, t, indent + name.size() + 1);
 }
 
-/// "<name>(batch_size=B, data_shape=[...], dtype=...": the first line of a batch's text.
-inline std::string batch_header(const char* name, index_t batch_size, const Shape& data_shape,
-                                std::string_view dtype) {
+TBATCH_INLINE std::string batch_header(const char* name, index_t batch_size,
+                                       const Shape& data_shape, std::string_view dtype) {
   std::string text = name;
   text += "(batch_size=";
   text += std::to_string(batch_size);
@@ -206,12 +253,12 @@ inline std::string batch_header(const char* name, index_t batch_size, const Shap
   return text;
 }
 
-/// Writes `text` untouched by the stream's precision, flags and width; the width is consumed, as
-/// every formatted output does.
-inline std::ostream& write_text(std::ostream& out, const std::string& text) {
+TBATCH_INLINE std::ostream& write_text(std::ostream& out, const std::string& text) {
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   out.width(0);
   return out;
 }
 
 }  // namespace tbatch::detail
+
+#endif  // TBATCH_DEFINITIONS

@@ -20,69 +20,13 @@
 #include "tbatch/base/small_vector.hpp"
 #include "tbatch/base/tuning.hpp"
 #include "tbatch/view/aliasing.hpp"
+#include "tbatch/view/for_each.hpp"
 #include "tbatch/view/streaming.hpp"
 #include "tbatch/view/strided_view.hpp"
 #include "tbatch/view/walk.hpp"
 
 namespace tbatch {
 namespace detail {
-
-template <class V, class... Vs>
-void check_same_shapes(const char* function, const V& first, const Vs&... rest) {
-  [[maybe_unused]] auto check = [&](const auto& view) {
-    if (!(view.shape() == first.shape()))
-      fail<ShapeError>(function, "operand shape ", view.shape(), " does not match shape ",
-                       first.shape());
-  };
-  (check(rest), ...);
-}
-
-/// Plans a walk over `views` (same shapes required) and calls
-/// fn(run_length, inner_strides, run_start_pointers...) per innermost run.
-template <class Fn, class... Ts>
-void for_each_run(const char* function, Fn&& fn, const StridedView<Ts>&... views) {
-  constexpr std::size_t N = sizeof...(Ts);
-  check_same_shapes(function, views...);
-  const auto& shape = std::get<0>(std::forward_as_tuple(views...)).shape();
-  const RunPlan<N> plan = plan_runs<N>(shape, {&views.strides()...});
-  if (plan.numel == 0) return;
-  std::array<index_t, N> inner;
-  for (std::size_t k = 0; k < N; ++k)
-    inner[k] = plan.inner_stride(k);
-  const index_t length = plan.run_length();
-  walk_runs(plan, std::array<index_t, N>{}, [&](const std::array<index_t, N>& offsets) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      fn(length, inner, (views.data() + offsets[I])...);
-    }
-    (std::make_index_sequence<N>{});
-  });
-}
-
-/// `value` as D, every conversion defined, with torch's results on x86: a float (half and
-/// bfloat16 through float) becomes an integer by truncation toward zero into int32 (for int8,
-/// int16, int32, uint16) or int64 (for int64, uint32 and, as torch routes it, uint8), where a
-/// NaN, an infinity or a value outside that type gives its minimum, as the x86 conversion
-/// instructions do; the result then wraps modulo 2^N into D. Other conversions are
-/// static_cast's, which are defined (floats to floats round, to infinity past the largest).
-template <class D, class S>
-D cast_element(S value) {
-  if constexpr (std::is_integral_v<D> && !std::is_same_v<D, bool> && !std::is_integral_v<S>) {
-    using Via = std::conditional_t<sizeof(D) == 8 || std::is_same_v<D, std::uint32_t> ||
-                                       std::is_same_v<D, std::uint8_t>,
-                                   std::int64_t, std::int32_t>;
-    double v;
-    if constexpr (std::is_floating_point_v<S>)
-      v = static_cast<double>(value);
-    else
-      v = static_cast<double>(static_cast<float>(value));  // Eigen::half, Eigen::bfloat16
-    const double limit = -static_cast<double>(std::numeric_limits<Via>::min());  // 2^31, 2^63
-    const Via whole =
-        v >= -limit && v < limit ? static_cast<Via>(v) : std::numeric_limits<Via>::min();
-    return static_cast<D>(whole);
-  } else {
-    return static_cast<D>(value);
-  }
-}
 
 /// Uninitialised room for one element, also for types whose default constructor zeroes
 /// (Eigen::half, Eigen::bfloat16); assigning to `value` starts its lifetime.
@@ -256,17 +200,18 @@ bool takes_dense_rows(const RunPlan<N>& plan, index_t bytes, index_t element_siz
          (bytes < small_copy_bytes || plan.run_length() * element_size >= dense_row_min_bytes);
 }
 
-/// Copies src to dst when, taken in index order, both are dense rows of one length
-/// (takes_dense_rows) and their bytes do not overlap: one row copy each, with `stores`.
-/// Returns false, having done nothing, when the views need the ordered walk.
+/// Copies the elements of layout `sl` over `src` (the buffer's element 0) to those of `dl` over
+/// `dst` when, taken in index order, both are dense rows of one length (takes_dense_rows) and
+/// their bytes do not overlap: one row copy each, with `stores`. Returns false, having done
+/// nothing, when the views need the ordered walk.
 template <class T>
-bool copy_dense_rows(const StridedView<const T>& src, const StridedView<T>& dst, Stores stores) {
-  const RunPlan<2> plan = plan_runs_in_order<2>(dst.shape(), {&dst.strides(), &src.strides()});
+bool copy_dense_rows(const T* src, const Layout& sl, T* dst, const Layout& dl, Stores stores) {
+  const RunPlan<2> plan = plan_runs_in_order<2>(dl.shape, {&dl.strides, &sl.strides});
   if (!takes_dense_rows(plan, plan.numel * index_t(sizeof(T)), sizeof(T))) return false;
   const index_t length = plan.run_length(), rows = plan.numel / length;
   const index_t dst_row = plan.row_stride(0), src_row = plan.row_stride(1);
-  const T* in = src.data();
-  T* out = dst.data();
+  const T* in = src + sl.offset;
+  T* out = dst + dl.offset;
   const T* in_end = in + (rows - 1) * src_row + length;
   const T* out_end = out + (rows - 1) * dst_row + length;
   if (in < out_end && out < in_end) return false;  // overlapping: the walk stages through a copy
@@ -300,23 +245,30 @@ void copy_views_planned(const StridedView<const S>& src, const StridedView<D>& d
 }
 
 /// copy() with the stores chosen by the caller, for kernels that write one output in several
-/// copies (the choice follows the whole output's size, not each piece's).
+/// copies (the choice follows the whole output's size, not each piece's), on layouts `sl` and
+/// `dl` over the buffers at `src` and `dst` (their element 0): the RawView kernels call it
+/// without making views.
 template <class S, class D>
-void copy_views(const StridedView<const S>& src, const StridedView<D>& dst, Stores stores) {
-  if (!(src.shape() == dst.shape()))
-    fail<ShapeError>("copy", "source shape ", src.shape(), " does not match destination shape ",
-                     dst.shape());
+void copy_layouts(const S* src, const Layout& sl, D* dst, const Layout& dl, Stores stores) {
+  if (!(sl.shape == dl.shape))
+    fail<ShapeError>("copy", "source shape ", sl.shape, " does not match destination shape ",
+                     dl.shape);
   if constexpr (std::is_same_v<S, D>) {
-    const index_t n = dst.numel();
-    if (n == 0) return;
-    if (copy_dense_rows(src, dst, stores)) return;
+    if (dl.shape.numel() == 0) return;
+    if (copy_dense_rows(src, sl, dst, dl, stores)) return;
     // The planned walk only moves bytes: every element type of one width shares one compiled
     // walk. (Dense copies stay typed above: they are row copies, and re-binding the views as
     // words would cost more than a small one.)
-    copy_views_planned(as_words(src), as_words(dst), stores);
+    using W = WordOf<S>;
+    copy_views_planned(StridedView<const W>(reinterpret_cast<const W*>(src), sl),
+                       StridedView<W>(reinterpret_cast<W*>(dst), dl), stores);
   } else {
-    copy_views_planned(src, dst, stores);
+    copy_views_planned(StridedView<const S>(src, sl), StridedView<D>(dst, dl), stores);
   }
+}
+template <class S, class D>
+void copy_views(const StridedView<const S>& src, const StridedView<D>& dst, Stores stores) {
+  copy_layouts(src.element_pointer(), src.layout(), dst.element_pointer(), dst.layout(), stores);
 }
 
 /// Writes `value` every `stride` elements from `out`, `n` times. Unrolled by hand: the compiler
@@ -351,104 +303,29 @@ void fill_runs(const RunPlan<1>& plan, T* data, T value, Stores stores) {
   if (stores == Stores::streaming) streaming_fence();
 }
 
-/// fill() with the stores chosen by the caller.
+/// fill() with the stores chosen by the caller, of the elements of layout `l` over the buffer
+/// at `base` (its element 0).
 template <class T>
-void fill_view(const StridedView<T>& dst, T value, Stores stores) {
+void fill_layout(T* base, const Layout& l, T value, Stores stores) {
   // Dense rows in index order need no ordered plan, and stay typed: the other fills go through
   // one compiled walk per element width.
-  const RunPlan<1> rows = plan_runs_in_order<1>(dst.shape(), {&dst.strides()});
+  const RunPlan<1> rows = plan_runs_in_order<1>(l.shape, {&l.strides});
   if (takes_dense_rows(rows, rows.numel * index_t(sizeof(T)), sizeof(T))) {
-    fill_runs(rows, dst.data(), value, stores);
+    fill_runs(rows, base + l.offset, value, stores);
     return;
   }
-  const RunPlan<1> plan = plan_runs<1>(dst.shape(), {&dst.strides()});
+  const RunPlan<1> plan = plan_runs<1>(l.shape, {&l.strides});
   if constexpr (is_word_v<T>)
-    fill_runs(plan, dst.data(), value, stores);
+    fill_runs(plan, base + l.offset, value, stores);
   else
-    fill_runs(plan, reinterpret_cast<WordOf<T>*>(dst.data()), to_word(value), stores);
+    fill_runs(plan, reinterpret_cast<WordOf<T>*>(base + l.offset), to_word(value), stores);
+}
+template <class T>
+void fill_view(const StridedView<T>& dst, T value, Stores stores) {
+  fill_layout(dst.element_pointer(), dst.layout(), value, stores);
 }
 
 }  // namespace detail
-
-/// Copies `src` into `dst` element by element (converting with detail::cast_element when the
-/// types differ). Shapes must match (ShapeError); expand() the source to broadcast. A `dst` that
-/// holds an address twice is a ValueError; a source that shares elements with `dst` is read through
-/// a temporary (view/aliasing.hpp). Destinations of streaming_stores_min_bytes() or more are
-/// written with streaming stores.
-template <class S, class D>
-void copy(StridedView<const S> src, StridedView<D> dst) {
-  static_assert(!std::is_const_v<D>, "copy: the destination view must be writable");
-  detail::check_distinct_elements(dst, "copy", "dst");
-  detail::copy_views(src, dst, detail::stores_for_output(dst));
-}
-template <class S, class D>
-requires(!std::is_const_v<S>) void copy(StridedView<S> src, StridedView<D> dst) {
-  copy(StridedView<const S>(std::move(src)), std::move(dst));
-}
-
-/// Sets every element of `dst` to `value` (with streaming stores from
-/// streaming_stores_min_bytes()); ValueError when `dst` holds an address twice.
-template <class T>
-void fill(StridedView<T> dst, std::type_identity_t<T> value) {
-  detail::check_distinct_elements(dst, "fill", "dst");
-  detail::fill_view(dst, value, detail::stores_for_output(dst));
-}
-
-/// Calls fn(a, b, ...) on corresponding elements of same-shaped views (ShapeError otherwise).
-/// Elements are passed by reference, so fn may write through non-const views. Tensors are
-/// taken as their views: writable unless const (see the overload below).
-template <class Fn, class... Ts>
-void for_each(Fn&& fn, StridedView<Ts>... views) {
-  constexpr std::size_t N = sizeof...(Ts);
-  detail::for_each_run(
-      "for_each",
-      [&](index_t n, const std::array<index_t, N>& stride, Ts*... run) {
-        const bool dense =
-            std::all_of(stride.begin(), stride.end(), [](index_t s) { return s == 1; });
-        [&]<std::size_t... I>(std::index_sequence<I...>) {
-          if (dense) {
-            for (index_t i = 0; i < n; ++i)
-              fn(run[i]...);
-          } else {
-            for (index_t i = 0; i < n; ++i)
-              fn(run[i * stride[I]]...);
-          }
-        }
-        (std::make_index_sequence<N>{});
-      },
-      views...);
-}
-
-namespace detail {
-template <class V>
-inline constexpr bool is_strided_view_v = false;
-template <class T>
-inline constexpr bool is_strided_view_v<StridedView<T>> = true;
-
-/// An operand of for_each: a StridedView, or a tensor (anything whose view() is one).
-template <class V>
-concept ForEachOperand = is_strided_view_v<std::remove_cvref_t<V>> || requires(V& v) {
-  requires is_strided_view_v<decltype(v.view())>;
-};
-
-template <class V>
-auto operand_view(V& operand) {
-  if constexpr (is_strided_view_v<std::remove_cvref_t<V>>)
-    return operand;
-  else
-    return operand.view();
-}
-}  // namespace detail
-
-/// for_each over tensors and views: a Tensor<T> is taken as its StridedView<T>, a const one as
-/// its StridedView<const T>. Tensor copies share their buffer, so a copy is written in place:
-/// `Tensor<T> d = batch.data(); for_each(fn, d);` writes a batch's data.
-template <class Fn, class... Vs>
-requires((detail::ForEachOperand<Vs> && ...) &&
-         !(detail::is_strided_view_v<std::remove_cvref_t<Vs>> &&
-           ...)) void for_each(Fn&& fn, Vs&&... operands) {
-  for_each(std::forward<Fn>(fn), detail::operand_view(operands)...);
-}
 
 }  // namespace tbatch
 

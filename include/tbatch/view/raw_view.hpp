@@ -5,6 +5,7 @@
 // instantiating its kernel in the user's file.
 
 #include <type_traits>
+#include <utility>
 
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/dtype.hpp"
@@ -29,6 +30,12 @@ template <class T>
 RawView raw_view(const StridedView<T>& v) {
   return RawView{const_cast<std::remove_const_t<T>*>(v.element_pointer()), v.layout(),
                  dtype_of<std::remove_const_t<T>>};
+}
+/// The same from a view about to go away: takes its layout instead of copying it.
+template <class T>
+RawView raw_view(StridedView<T>&& v) {
+  auto* base = const_cast<std::remove_const_t<T>*>(v.element_pointer());
+  return RawView{base, std::move(v).take_layout(), dtype_of<std::remove_const_t<T>>};
 }
 /// `v` as a view of E, which has v's dtype or is the Word of its width (asserted: the kernel
 /// that calls it was dispatched on that dtype or width).

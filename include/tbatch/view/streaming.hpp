@@ -17,30 +17,12 @@
 #include "tbatch/base/streaming_stores.hpp"
 #include "tbatch/base/tuning.hpp"
 
-#if defined(__SSE2__)
+#if TBATCH_STREAMING_STORES
 #include <emmintrin.h>
-#define TBATCH_STREAMING_STORES 1
-#else
-#define TBATCH_STREAMING_STORES 0
 #endif
 
 namespace tbatch {
 namespace detail {
-
-/// How a kernel writes its output: through the cache, or with streaming stores.
-enum class Stores { cached, streaming };
-
-/// The stores for an output of `bytes`.
-inline Stores stores_for(index_t bytes) {
-  return TBATCH_STREAMING_STORES && bytes >= streaming_stores_min_bytes() ? Stores::streaming
-                                                                          : Stores::cached;
-}
-
-/// The stores for writing all of `out` (a Tensor or a StridedView).
-template <class Out>
-Stores stores_for_output(const Out& out) {
-  return stores_for(out.numel() * index_t(sizeof(*out.data())));
-}
 
 // Streaming stores go out in whole cache lines: a line only partly written by them is flushed on
 // its own, read-modify-write in memory. Partial lines at the ends of a range take normal stores.

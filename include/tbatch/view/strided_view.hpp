@@ -56,6 +56,8 @@ class StridedView : public ViewMethods<StridedView<T>> {
   StridedView with_layout(const Layout& l) const { return StridedView(base_, l); }
   StridedView with_layout(Layout&& l) const { return StridedView(base_, std::move(l)); }
   T* element_pointer() const { return base_; }
+  /// Internal: the layout of a view about to go away, moved out (detail::raw_view).
+  Layout take_layout() && { return std::move(layout_); }
 
   StridedView copy_reshaped(const Shape& shape) const {
     detail::fail<ShapeError>("reshape", "a StridedView of shape ", this->shape(), " and strides ",
