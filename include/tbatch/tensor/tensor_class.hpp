@@ -90,8 +90,8 @@ class Tensor : public ViewMethods<Tensor<T>> {
     // A fresh contiguous buffer: no aliasing check to make. The layout is lent to the RawView
     // rather than copied (a small tensor's fill costs little more than the copy).
     detail::RawView all{base(), std::move(layout_), dtype_of<T>};
-    detail::fill_raw(all, &fill_value,
-                     detail::stores_for(all.layout.shape.numel() * index_t(sizeof(T))));
+    detail::fill_of<T>(all, fill_value,
+                       detail::stores_for(all.layout.shape.numel() * index_t(sizeof(T))));
     layout_ = std::move(all.layout);
   }
   /// A tensor of shape `sizes` holding `values` in row-major order; ShapeError if the count
@@ -168,8 +168,8 @@ class Tensor : public ViewMethods<Tensor<T>> {
     using D = std::remove_cv_t<U>;
     auto out = Tensor<D>::empty(shape());
     if constexpr (std::is_same_v<D, T>)
-      detail::copy_raw(detail::raw_view(*this), detail::raw_view(out),
-                       detail::stores_for_output(out));
+      detail::copy_of<T>(detail::raw_view(*this), detail::raw_view(out),
+                         detail::stores_for_output(out));
     else
       detail::cast_raw<D>(detail::raw_view(*this), detail::raw_view(out),
                           detail::stores_for_output(out));
@@ -504,18 +504,31 @@ StridedView<const T> unaliased(const StridedView<const T>& input, const StridedV
 }  // namespace detail
 
 namespace detail {
-/// The elements of `t` that operator<< prints, formatted (tensor/tensor_text.hpp): compiled once,
-/// the element type dispatched inside.
+/// The elements of `t`, of dtype T, that operator<< prints, formatted (tensor/tensor_text.hpp).
+template <class T>
+PrintedTensor printed_as(const RawView& t);
+/// The same for any dtype, dispatched inside: defined by the library only (compiled mode).
 TBATCH_INLINE PrintedTensor printed(const RawView& t);
-/// Writes `t` as operator<< of a tensor does.
-TBATCH_INLINE std::ostream& write_tensor(std::ostream& out, const RawView& t);
+/// Writes the printed elements of a tensor of `dtype` as operator<< of a tensor does.
+TBATCH_INLINE std::ostream& write_printed(std::ostream& out, const PrintedTensor& printed,
+                                          DType dtype);
+/// The elements `t` prints: where the definitions are compiled (header-only mode), formatted for
+/// T only; in a compiled-mode file, by the library's printed().
+template <class T>
+PrintedTensor printed(const Tensor<T>& t) {
+#if TBATCH_DEFINITIONS
+  return printed_as<T>(raw_view(t));
+#else
+  return printed(raw_view(t));
+#endif
+}
 }  // namespace detail
 
 /// torch-like text, "tensor([[1., 2.],\n        [3., 4.]], shape=[2, 2], dtype=float32)"; more
 /// than 1000 elements are elided. The stream's precision and flags play no part.
 template <class T>
 std::ostream& operator<<(std::ostream& out, const Tensor<T>& t) {
-  return detail::write_tensor(out, detail::raw_view(t));
+  return detail::write_printed(out, detail::printed(t), dtype_of<T>);
 }
 
 template <class T>
@@ -523,31 +536,30 @@ detail::RawView detail::raw_view(const Tensor<T>& t) {
   return RawView{const_cast<T*>(t.element_pointer()), t.layout(), dtype_of<T>};
 }
 
-namespace detail {
-/// The elements `t` prints, formatted (tensor/tensor_text.hpp).
-template <class T>
-PrintedTensor printed(const Tensor<T>& t) {
-  return printed(raw_view(t));
-}
-}  // namespace detail
-
 #if TBATCH_DEFINITIONS
 
-TBATCH_INLINE detail::PrintedTensor detail::printed(const RawView& t) {
-  return dispatch_dtype(t.dtype, [&]<class T>(std::type_identity<T>) -> PrintedTensor {
-    // Floats of every width print as double, integers as int64 / uint64.
-    using Printed = std::conditional_t<FloatingElement<T>, double, decltype(widen(T{}))>;
-    const T* elements = static_cast<const T*>(t.base);
-    std::vector<Printed> values;
-    for (const index_t offset : printed_offsets(t.layout.shape, t.layout.strides, t.layout.offset))
-      values.push_back(static_cast<Printed>(widen(elements[offset])));
-    return {t.layout.shape, formatted(values)};
-  });
+template <class T>
+detail::PrintedTensor detail::printed_as(const RawView& t) {
+  // Floats of every width print as double, integers as int64 / uint64.
+  using Printed = std::conditional_t<FloatingElement<T>, double, decltype(widen(T{}))>;
+  const T* elements = static_cast<const T*>(t.base);
+  std::vector<Printed> values;
+  for (const index_t offset : printed_offsets(t.layout.shape, t.layout.strides, t.layout.offset))
+    values.push_back(static_cast<Printed>(widen(elements[offset])));
+  return {t.layout.shape, formatted(values)};
 }
 
-TBATCH_INLINE std::ostream& detail::write_tensor(std::ostream& out, const RawView& t) {
+// Only the library dispatches over every dtype: header-only code prints through printed_as<T>.
+#ifdef TBATCH_BUILDING_LIBRARY
+TBATCH_INLINE detail::PrintedTensor detail::printed(const RawView& t) {
+  return dispatch_dtype(t.dtype, [&]<class T>(std::type_identity<T>) { return printed_as<T>(t); });
+}
+#endif
+
+TBATCH_INLINE std::ostream& detail::write_printed(std::ostream& out, const PrintedTensor& printed,
+                                                  DType dtype) {
   std::string text;
-  append_tensor(text, printed(t), dtype_name(t.dtype));
+  append_tensor(text, printed, dtype_name(dtype));
   return write_text(out, text);
 }
 

@@ -10,10 +10,13 @@
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/dtype.hpp"
 #include "tbatch/base/streaming_stores.hpp"
+#include "tbatch/base/word.hpp"
 #include "tbatch/view/raw_view.hpp"
 #include "tbatch/view/strided_view.hpp"
 
 #if TBATCH_DEFINITIONS
+#include <cstring>
+
 #include "tbatch/view/aliasing.hpp"
 #include "tbatch/view/engine.hpp"
 #endif
@@ -36,6 +39,32 @@ TBATCH_INLINE void fill_raw(const RawView& dst, const void* value, Stores stores
 /// ValueError when it holds an address twice (view/aliasing.hpp, rule 1).
 TBATCH_INLINE Stores checked_output_stores(const RawView& out, const char* function);
 
+/// copy_raw and fill_raw for one element width W (a Word) and its unsigned integer U.
+template <class W>
+void copy_words(const RawView& src, const RawView& dst, Stores stores);
+template <class U>
+void fill_bits(const RawView& dst, const void* value, Stores stores);
+
+/// The copy and the fill of elements of T: where the definitions are compiled (header-only
+/// mode), the kernel of T's width directly, without the width dispatch; in a compiled-mode file,
+/// the library's copy_raw / fill_raw.
+template <class T>
+void copy_of(const RawView& src, const RawView& dst, Stores stores) {
+#if TBATCH_DEFINITIONS
+  copy_words<WordOf<T>>(src, dst, stores);
+#else
+  copy_raw(src, dst, stores);
+#endif
+}
+template <class T>
+void fill_of(const RawView& dst, const T& value, Stores stores) {
+#if TBATCH_DEFINITIONS
+  fill_bits<UnsignedOfSize<sizeof(T)>>(dst, &value, stores);
+#else
+  fill_raw(dst, &value, stores);
+#endif
+}
+
 }  // namespace detail
 
 /// Copies `src` into `dst` element by element (converting with detail::cast_element when the
@@ -50,7 +79,7 @@ void copy(StridedView<const S> src, StridedView<D> dst) {
   const detail::RawView out = detail::raw_view(std::move(dst));
   const detail::Stores stores = detail::checked_output_stores(out, "copy");
   if constexpr (std::is_same_v<S, D>)
-    detail::copy_raw(detail::raw_view(std::move(src)), out, stores);
+    detail::copy_of<D>(detail::raw_view(std::move(src)), out, stores);
   else
     detail::cast_raw<D>(detail::raw_view(std::move(src)), out, stores);
 }
@@ -64,17 +93,30 @@ requires(!std::is_const_v<S>) void copy(StridedView<S> src, StridedView<D> dst) 
 template <class T>
 void fill(StridedView<T> dst, std::type_identity_t<T> value) {
   const detail::RawView out = detail::raw_view(std::move(dst));
-  detail::fill_raw(out, &value, detail::checked_output_stores(out, "fill"));
+  detail::fill_of<std::remove_const_t<T>>(out, value, detail::checked_output_stores(out, "fill"));
 }
 
 #if TBATCH_DEFINITIONS
 
-TBATCH_INLINE void detail::copy_raw(const RawView& src, const RawView& dst, Stores stores) {
+template <class W>
+void detail::copy_words(const RawView& src, const RawView& dst, Stores stores) {
   TBATCH_ASSERT(src.dtype == dst.dtype);
-  dispatch_width(dst.element_size(), [&]<class W>(std::type_identity<W>) {
-    copy_layouts(static_cast<const W*>(src.base), src.layout, static_cast<W*>(dst.base), dst.layout,
-                 stores);
-  });
+  copy_layouts(static_cast<const W*>(src.base), src.layout, static_cast<W*>(dst.base), dst.layout,
+               stores);
+}
+
+template <class U>
+void detail::fill_bits(const RawView& dst, const void* value, Stores stores) {
+  // Filled as the unsigned integer of the width: the compiler vectorises a fill of those, not
+  // one of Word structs.
+  U bits;
+  std::memcpy(&bits, value, sizeof(U));
+  fill_layout(static_cast<U*>(dst.base), dst.layout, bits, stores);
+}
+
+TBATCH_INLINE void detail::copy_raw(const RawView& src, const RawView& dst, Stores stores) {
+  dispatch_width(dst.element_size(),
+                 [&]<class W>(std::type_identity<W>) { copy_words<W>(src, dst, stores); });
 }
 
 template <class D>
@@ -93,12 +135,7 @@ TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DETAIL_INSTANTIATE_CAST_RAW)
 
 TBATCH_INLINE void detail::fill_raw(const RawView& dst, const void* value, Stores stores) {
   dispatch_width(dst.element_size(), [&]<class W>(std::type_identity<W>) {
-    // Filled as the unsigned integer of the width: the compiler vectorises a fill of those,
-    // not one of Word structs.
-    using U = decltype(W::bits);
-    U bits;
-    std::memcpy(&bits, value, sizeof(U));
-    fill_layout(static_cast<U*>(dst.base), dst.layout, bits, stores);
+    fill_bits<decltype(W::bits)>(dst, value, stores);
   });
 }
 
