@@ -12,7 +12,8 @@
 #include "tbatch/base/shape.hpp"
 #include "tbatch/base/storage.hpp"
 
-#include "tbatch/view/engine.hpp"
+#include "tbatch/view/copy.hpp"
+#include "tbatch/view/for_each.hpp"
 #include "tbatch/view/index_types.hpp"
 #include "tbatch/view/layout.hpp"
 #include "tbatch/view/strided_view.hpp"

@@ -16,7 +16,6 @@
 #include "tbatch/batch/conversions_common.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
-#include "tbatch/view/engine.hpp"
 
 #if TBATCH_DEFINITIONS
 #include "tbatch/batch/conversions_kernel.hpp"
