@@ -2,6 +2,10 @@
 #include <random>
 
 #include "test_support.hpp"
+// The engine's own kernels are tested too: their headers are not part of what tbatch.hpp
+// reads in compiled mode.
+#include "tbatch/ops/scatter_kernel.hpp"
+#include "tbatch/view/engine.hpp"
 
 using namespace tbatch;
 using tbatch::testing::element_at;

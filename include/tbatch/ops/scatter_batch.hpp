@@ -104,11 +104,10 @@ void scatter_elements_raw(const char* function, const BatchGeometry& geometry, c
   const StridedView<const index_t> at = StridedView<const index_t>(target_rows.view())
                                             .with_layout(Layout{Shape{n, last_dim}, {1, 0}, 0});
   if (overwrite) {
-    scatter_along(as_words(source), at, 1, as_words(base), AssignOp<WordOf<T>>{});
+    scatter_along(source, at, 1, base, AssignOp<T>{});
   } else if constexpr (!std::is_same_v<T, bool>) {
     const T zero(0);
-    scatter_along(as_words(broadcast_value(zero, source.shape())), at, 1, as_words(base),
-                  AssignOp<WordOf<T>>{});
+    scatter_along(broadcast_value(zero, source.shape()), at, 1, base, AssignOp<T>{});
     scatter_along(source, at, 1, base, SumOp<T>{});
   }
 }

@@ -74,11 +74,10 @@ void paddle_scatter_raw(const char* function, const RawView& x, const Tensor<ind
   const StridedView<T> base = indexed_base(target, 0, n);
   const index_t scale = x.layout.strides[0];
   if (overwrite) {
-    scatter_along(as_words(source), at, scale, as_words(base), AssignOp<WordOf<T>>{});
+    scatter_along(source, at, scale, base, AssignOp<T>{});
   } else if constexpr (!std::is_same_v<T, bool>) {
     const T zero(0);
-    scatter_along(as_words(broadcast_value(zero, source.shape())), at, scale, as_words(base),
-                  AssignOp<WordOf<T>>{});
+    scatter_along(broadcast_value(zero, source.shape()), at, scale, base, AssignOp<T>{});
     scatter_along(source, at, scale, base, SumOp<T>{});
   }
 }
@@ -195,8 +194,7 @@ void scatter_reduce_raw(const char* function, const RawView& self_raw, index_t d
     if (one_line) targets = first_line(targets, d).expand(shape.to_vector());
     if (!include_self) {
       const T identity = reduce_identity<T>(reduce);
-      scatter_along(as_words(broadcast_value(identity, shape)), targets, scale, as_words(base),
-                    AssignOp<WordOf<T>>{});
+      scatter_along(broadcast_value(identity, shape), targets, scale, base, AssignOp<T>{});
     }
     with_reduce_op<T>(reduce,
                       [&](const auto& op) { scatter_along(source, targets, scale, base, op); });
