@@ -93,7 +93,9 @@ void copy_space_to_batch_box(StridedView<const T> from, StridedView<T> to, index
   const index_t batch = m > 0 ? from.size(m) : 1, rows = m > 0 ? from.size(m + 1) : 1;
   if (batch * rows <= 1 || from.numel() / (batch * rows) < min_slab_elements) {
     // The callers made `from` and the output disjoint already: no second overlap check.
-    copy_planned(as_words(from), as_words(to), stores);
+    if (!copy_dense_rows(from.element_pointer(), from.layout(), to.element_pointer(), to.layout(),
+                         stores))
+      copy_planned(from, to, stores);
     return;
   }
   const StridedView<const T> from_slab = from.select(m, 0).select(m, 0);
