@@ -1,4 +1,6 @@
+#include <cstdint>
 #include <sstream>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -190,6 +192,26 @@ TEST_CASE("with_layout sees the same buffer through any layout inside it", "[ten
   CHECK(t.with_layout(Layout{Shape{0, 4}, {100, 100}, 0}).numel() == 0);
   CHECK_THROWS_AS(t.with_layout(Layout{Shape{2, 2}, {1, 4}, 1}), ValueError);
   CHECK_THROWS_AS(t.with_layout(Layout{Shape{2}, {1}, -1}), ValueError);
+}
+
+TEST_CASE("buffers of a page or more start on a cache line", "[tensor][storage]") {
+  const auto offset = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64; };
+  // Many of each size, so a lucky malloc result cannot pass: glibc gives 16 bytes.
+  std::vector<Tensor<std::uint8_t>> held;
+  for (const index_t bytes : {4096, 5000, 65536, 1 << 20})
+    for (int k = 0; k < 16; ++k) {
+      held.push_back(Tensor<std::uint8_t>(Shape{bytes}));
+      CHECK(offset(held.back().data()) == 0);
+    }
+  held.clear();  // the large ones come back from the cache, still on a line
+  for (int k = 0; k < 16; ++k)
+    CHECK(offset(Tensor<float>(Shape{1 << 18}).data()) == 0);
+  // Smaller buffers keep at least the alignment of a scalar of every element type.
+  for (int k = 0; k < 64; ++k)
+    CHECK(reinterpret_cast<std::uintptr_t>(Tensor<double>(Shape{k + 1}).data()) % 16 == 0);
+  // Empties the cache for the tests that count what it holds; the default limit again.
+  set_buffer_cache_limit(0);
+  set_buffer_cache_limit(std::size_t(512) << 20);
 }
 
 TEST_CASE("large freed buffers are recycled through a bounded cache", "[tensor][storage]") {

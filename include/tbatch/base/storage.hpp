@@ -1,7 +1,6 @@
 #pragma once
-// Storage: a shared, Eigen-allocated (aligned) buffer of bytes.
+// Storage: a shared, aligned buffer of bytes.
 
-#include <Eigen/Core>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -16,8 +15,8 @@ namespace tbatch {
 
 /// An aligned buffer of bytes, owned by whoever holds the shared_ptr to it. It has no element
 /// type: Tensor<T> and AnyTensor (whose dtype is known only at run time) share the same kind of
-/// buffer. Allocated with Eigen's aligned allocator so Eigen maps over it can use aligned loads;
-/// large buffers are recycled through detail::BlockCache.
+/// buffer. Aligned at least as Eigen's allocator aligns (so Eigen maps over it can use aligned
+/// loads), on a cache line from 4 KiB; large buffers are recycled through detail::BlockCache.
 class Storage {
   // Only allocate() and borrow() can name it, so only they can construct a Storage.
   struct Private {
