@@ -124,6 +124,9 @@ class MessageContains : public Catch::MatcherBase<std::exception> {
 #define TBATCH_TEST_DROP_FIRST(...) TBATCH_TEST_DROP_FIRST_(__VA_ARGS__)
 #define TBATCH_ALL_DTYPES \
   TBATCH_TEST_DROP_FIRST(void TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_TEST_COMMA_TYPE))
+// One element type of each width (1, 2, 4 and 8 bytes): copies and streamed stores move words of
+// the element's width, so these instantiate every kernel that the twelve types would.
+#define TBATCH_ONE_DTYPE_PER_WIDTH std::uint8_t, Eigen::half, float, double
 // Element types with arithmetic: every one but bool (checked below against the list).
 #define TBATCH_ARITHMETIC_DTYPES                                                        \
   float, double, Eigen::half, Eigen::bfloat16, std::int8_t, std::int16_t, std::int32_t, \

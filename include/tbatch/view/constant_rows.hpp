@@ -4,16 +4,17 @@
 // covers, the pad value in the other lanes, instead of line-splitting stores and border
 // elements one by one. It needs AVX-512BW (masked byte loads suppress faults
 // on masked-off lanes, which may lie outside the source), detected at run time, so a build
-// without -mavx512bw uses it on CPUs that have it.
+// without -mavx512bw uses it on CPUs that have it. It calls the compilers' x86 builtins rather
+// than <immintrin.h>, whose AVX-512 declarations cost every header-only file about 0.5 s to parse.
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 #include "tbatch/base/config.hpp"
 #include "tbatch/view/streaming.hpp"
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-#include <immintrin.h>
 #define TBATCH_CONSTANT_ROWS 1
 #else
 #define TBATCH_CONSTANT_ROWS 0
@@ -51,13 +52,52 @@ struct ConstantRows {
 
 static_assert(line_bytes == 64, "a line is one 512-bit register");
 
+#define TBATCH_AVX512_TARGET __attribute__((target("avx512f,avx512bw,bmi2")))
+
+/// One 64-byte line in a 512-bit register, and a bit per byte lane of it.
+typedef char Line __attribute__((vector_size(64)));
+typedef long long LineWords __attribute__((vector_size(64)));
+using LineMask = unsigned long long;
+
 /// The lanes [begin, end) of a 64-byte line (bounds clamped to the line).
-__attribute__((target("avx512f,avx512bw,bmi2"))) inline __mmask64 line_lanes(index_t begin,
-                                                                             index_t end) {
+TBATCH_AVX512_TARGET inline LineMask line_lanes(index_t begin, index_t end) {
   begin = begin < 0 ? 0 : begin > line_bytes ? line_bytes : begin;
   end = end < begin ? begin : end > line_bytes ? line_bytes : end;
-  return _bzhi_u64(~std::uint64_t(0), unsigned(end)) &
-         ~_bzhi_u64(~std::uint64_t(0), unsigned(begin));
+  return __builtin_ia32_bzhi_di(~LineMask(0), LineMask(end)) &
+         ~__builtin_ia32_bzhi_di(~LineMask(0), LineMask(begin));
+}
+
+TBATCH_AVX512_TARGET inline Line load_line(std::uintptr_t at) {
+  Line v;
+  std::memcpy(&v, reinterpret_cast<const void*>(at), sizeof v);
+  return v;
+}
+
+/// `line` with the lanes in `lanes` loaded from `at` (the other lanes are not read, so they may
+/// lie outside any allocation).
+TBATCH_AVX512_TARGET inline Line load_lanes(Line line, LineMask lanes, std::uintptr_t at) {
+#if defined(__clang__)
+  return __builtin_ia32_loaddquqi512_mask(reinterpret_cast<const Line*>(at), line, lanes);
+#else
+  return __builtin_ia32_loaddquqi512_mask(reinterpret_cast<const char*>(at), line, lanes);
+#endif
+}
+
+TBATCH_AVX512_TARGET inline void store_lanes(std::uintptr_t at, Line line, LineMask lanes) {
+#if defined(__clang__)
+  __builtin_ia32_storedquqi512_mask(reinterpret_cast<Line*>(at), line, lanes);
+#else
+  __builtin_ia32_storedquqi512_mask(reinterpret_cast<char*>(at), line, lanes);
+#endif
+}
+
+/// A streaming store of a whole line at `at` (64-byte aligned).
+TBATCH_AVX512_TARGET inline void stream_line(std::uintptr_t at, Line line) {
+#if defined(__clang__)
+  __builtin_nontemporal_store((LineWords)line, reinterpret_cast<LineWords*>(at));
+#else
+  __builtin_ia32_movntdq512(reinterpret_cast<LineWords*>(at), (LineWords)line);
+#endif
 }
 
 /// An output row of stream_constant_rows, as byte offsets from its output: where it ends, the
@@ -70,10 +110,9 @@ struct ConstantRow {
 };
 
 /// `line` with the lanes of the line at offset `at` that `row` copies loaded from its source.
-__attribute__((target("avx512f,avx512bw,bmi2"))) inline __m512i load_copied_lanes(
-    const ConstantRow& row, __m512i line, index_t at) {
-  return _mm512_mask_loadu_epi8(line, line_lanes(row.copy_begin - at, row.copy_end - at),
-                                reinterpret_cast<const void*>(row.bias + std::uintptr_t(at)));
+TBATCH_AVX512_TARGET inline Line load_copied_lanes(const ConstantRow& row, Line line, index_t at) {
+  return load_lanes(line, line_lanes(row.copy_begin - at, row.copy_end - at),
+                    row.bias + std::uintptr_t(at));
 }
 
 /// Writes `rows` of T (see ConstantRows; rows of at least 64 bytes, so a line meets at most two)
@@ -81,9 +120,8 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) inline __m512i load_copied_lane
 /// it may share with its neighbours, take masked normal stores of its own lanes. Call only when
 /// constant_rows_supported().
 template <class T>
-__attribute__((target("avx512f,avx512bw,bmi2"))) void stream_constant_rows(T* out, const T* in,
-                                                                           const ConstantRows& rows,
-                                                                           T value) {
+TBATCH_AVX512_TARGET void stream_constant_rows(T* out, const T* in, const ConstantRows& rows,
+                                               T value) {
   constexpr index_t elem = index_t(sizeof(T));
   static_assert(line_bytes % elem == 0, "elements tile a cache line");
   const index_t row_bytes = rows.row_length * elem, total = rows.planes * rows.rows * row_bytes;
@@ -92,7 +130,7 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) void stream_constant_rows(T* ou
   T pattern[static_cast<std::size_t>(line_bytes / elem)];
   for (T& p : pattern)
     p = value;
-  const __m512i value_line = _mm512_loadu_si512(pattern);
+  const Line value_line = load_line(reinterpret_cast<std::uintptr_t>(pattern));
   const auto base = reinterpret_cast<std::uintptr_t>(out);
 
   index_t plane = 0, row = 0;  // of the next row to describe
@@ -122,18 +160,18 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) void stream_constant_rows(T* ou
       current = following;
       following = described < row_count ? (++described, describe_next()) : ConstantRow{};
     }
-    __m512i v;
+    Line v;
     if (current.copies && current.copy_begin <= at && at + line_bytes <= current.copy_end) {
-      v = _mm512_loadu_si512(reinterpret_cast<const void*>(current.bias + std::uintptr_t(at)));
+      v = load_line(current.bias + std::uintptr_t(at));
     } else {
       v = current.copies ? load_copied_lanes(current, value_line, at) : value_line;
       if (current.end < at + line_bytes && following.copies)
         v = load_copied_lanes(following, v, at);
     }
     if (at >= 0 && at + line_bytes <= total)
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(line), v);
+      stream_line(line, v);
     else
-      _mm512_mask_storeu_epi8(reinterpret_cast<void*>(line), line_lanes(-at, total - at), v);
+      store_lanes(line, v, line_lanes(-at, total - at));
   }
   streaming_fence();
 }
@@ -142,9 +180,9 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) void stream_constant_rows(T* ou
 /// in + i * strides[1] (`rows.planes` unused): one call when the planes are contiguous in the
 /// output, else one per plane.
 template <class T>
-__attribute__((target("avx512f,avx512bw,bmi2"))) void stream_constant_planes(
-    T* out, const T* in, index_t planes, const std::array<index_t, 2>& strides, ConstantRows rows,
-    T value) {
+TBATCH_AVX512_TARGET void stream_constant_planes(T* out, const T* in, index_t planes,
+                                                 const std::array<index_t, 2>& strides,
+                                                 ConstantRows rows, T value) {
   rows.in_plane_stride = strides[1];
   if (strides[0] == rows.rows * rows.row_length) {
     rows.planes = planes;
@@ -155,6 +193,8 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) void stream_constant_planes(
   for (index_t i = 0; i < planes; ++i)
     stream_constant_rows(out + i * strides[0], in + i * strides[1], rows, value);
 }
+
+#undef TBATCH_AVX512_TARGET
 
 #endif
 
