@@ -63,6 +63,11 @@ ROWS = [
     ("tbatch", "`tbatch/tbatch.hpp` + `list_to_padded`", None),
     ("tbatch_compiled",
      "the same, linking `tbatch::compiled` (`TBATCH_COMPILED`)", None),
+    ("dlpack", "`tbatch/dlpack.hpp` + `to_dlpack` and `from_dlpack`",
+     "dlpack/dlpack.h"),
+    ("dlpack_compiled",
+     "the same, linking `tbatch::compiled` (`TBATCH_COMPILED`)",
+     "dlpack/dlpack.h"),
     ("safetensors", "`tbatch/io/safetensors.hpp` + `io::save` and `io::load`",
      "nlohmann/json.hpp"),
     ("safetensors_compiled",
@@ -71,7 +76,8 @@ ROWS = [
 ]
 # The Debian package of each optional header a row needs.
 PACKAGES = {"xtensor/xarray.hpp": "libxtensor-dev",
-            "nlohmann/json.hpp": "nlohmann-json3-dev"}
+            "nlohmann/json.hpp": "nlohmann-json3-dev",
+            "dlpack/dlpack.h": "libdlpack-dev"}
 ROW_NAMES = [name for name, _, _ in ROWS]
 
 
