@@ -6,6 +6,12 @@
 #include <random>
 
 #include "test_support.hpp"
+// Directly: in compiled mode tbatch.hpp declares pad without its kernels, and this test calls
+// the kernel itself.
+#include "tbatch/view/constant_rows.hpp"
+#ifndef TBATCH_CONSTANT_ROWS
+#error "view/constant_rows.hpp defines TBATCH_CONSTANT_ROWS (0 or 1): the skip below relies on it"
+#endif
 
 using namespace tbatch;
 using tbatch::testing::check_streaming_matches_cached;

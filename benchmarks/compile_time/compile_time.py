@@ -123,10 +123,15 @@ def parse_args(argv):
                         f"the {PRODUCT} row of the same run; WHAT is an -O "
                         "level (best CPU time) or rss (peak RSS), e.g. "
                         "tbatch:-O0:2.5,tbatch:rss:2")
+    p.add_argument("--gate-retries", type=int, default=2, metavar="N",
+                   help="rounds measured again, at most, while a --gate "
+                        "limit is exceeded (default: 2)")
     args = p.parse_args(fixed)
 
     if args.repeat < 1:
         p.error("--repeat must be at least 1")
+    if args.gate_retries < 0:
+        p.error("--gate-retries must be at least 0")
     levels = []
     for level in args.levels.split(","):
         level = level.strip()
@@ -291,9 +296,32 @@ def run(args):
     load_start = load_average()
     started = datetime.datetime.now(datetime.timezone.utc)
     runs = []
+    measure_rounds(args, rows, include_flags, args.repeat, runs)
+    load_end = load_average()
+    return {
+        "compiler": args.compiler,
+        "compiler_version": version,
+        "flags": ["-std=c++20", *include_flags, "-c", "-o", "/dev/null"],
+        "levels": args.levels,
+        "repeat": args.repeat,
+        "nproc": len(os.sched_getaffinity(0)),
+        "loadavg_1min_start": load_start,
+        "loadavg_1min_end": load_end,
+        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "notes": notes,
+        "rows": summarize(args, rows, runs),
+        "runs": runs,
+        "measured_rows": rows,
+        "include_flags": include_flags,
+    }
+
+
+def measure_rounds(args, rows, include_flags, rounds, runs):
+    """Compiles every row at every level `rounds` times, appending to `runs`."""
+    first = 1 + max((r["repeat"] for r in runs), default=-1)
     # Rounds interleave rows and levels so that a change in machine load
     # during the run hits the baseline and the other rows alike.
-    for rep in range(args.repeat):
+    for rep in range(first, first + rounds):
         for level in args.levels:
             for name, _, path in rows:
                 cmd = [args.compiler, "-std=c++20", level, *include_flags,
@@ -302,10 +330,12 @@ def run(args):
                 runs.append({"row": name, "level": level, "repeat": rep,
                              "cpu_s": cpu, "user_s": user, "sys_s": system,
                              "max_rss_kib": rss})
-                print(f"[{rep + 1}/{args.repeat}] {level} {name}: "
+                print(f"[{rep + 1}/{first + rounds}] {level} {name}: "
                       f"{cpu:.2f} s, {rss / 1024:.0f} MB", file=sys.stderr)
-    load_end = load_average()
 
+
+def summarize(args, rows, runs):
+    """Each row's best CPU time per level, its ratios, and its peak RSS."""
     summary = {}
     for name, label, _ in rows:
         mine = [r for r in runs if r["row"] == name]
@@ -324,21 +354,7 @@ def run(args):
             cell["x_eigen"] = cell["best_cpu_s"] / base if base > 0 else None
             cell["x_product"] = (cell["best_cpu_s"] / product
                                  if product > 0 else None)
-
-    return {
-        "compiler": args.compiler,
-        "compiler_version": version,
-        "flags": ["-std=c++20", *include_flags, "-c", "-o", "/dev/null"],
-        "levels": args.levels,
-        "repeat": args.repeat,
-        "nproc": len(os.sched_getaffinity(0)),
-        "loadavg_1min_start": load_start,
-        "loadavg_1min_end": load_end,
-        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
-        "notes": notes,
-        "rows": summary,
-        "runs": runs,
-    }
+    return summary
 
 
 def table(result):
@@ -404,6 +420,23 @@ def main(argv):
         if args.markdown:
             read_marked(args.markdown)
         result = run(args)
+        failures = gate_failures(result, args.gates)
+        # A burst of load on a shared machine can slow one compile by half: a
+        # row over its limit is measured again (every row, so the ratios stay
+        # within one run), and only a row that stays over it fails.
+        for retry in range(args.gate_retries if failures else 0):
+            print(f"gate: {len(failures)} limit(s) exceeded; measuring "
+                  f"another round ({retry + 1}/{args.gate_retries})",
+                  file=sys.stderr)
+            measure_rounds(args, result["measured_rows"],
+                           result["include_flags"], 1, result["runs"])
+            result["repeat"] += 1
+            result["rows"] = summarize(args, result["measured_rows"],
+                                       result["runs"])
+            failures = gate_failures(result, args.gates)
+            if not failures:
+                break
+        del result["measured_rows"], result["include_flags"]
         text = table(result)
         if args.markdown:
             write_markdown(args.markdown, text)
@@ -418,7 +451,6 @@ def main(argv):
                     f.write("\n")
             except OSError as e:
                 raise BenchError(f"cannot write {args.json}: {e}")
-        failures = gate_failures(result, args.gates)
         if failures:
             raise BenchError("compile-time gate: " + "; ".join(failures))
     except BenchError as e:
