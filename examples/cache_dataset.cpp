@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   const TensorDict reloaded_targets = io::get_tensordict(cached);
   bool ok = reloaded.batch_size() == cloud_count;
   for (index_t i = 0; ok && i < cloud_count; ++i)
-    ok = reloaded.element(i) == clouds[std::size_t(i)];
+    ok = tbatch::equal(reloaded.element(i), clouds[std::size_t(i)]);
   ok = ok && (reloaded_targets == targets).all() && reloaded_targets.names() == targets.names();
 
   std::cout << "cached " << cloud_count << " point clouds (" << batch.data().size(0)

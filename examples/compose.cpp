@@ -75,7 +75,7 @@ bool check_tiles(const B& input, const B& out, const char* name) {
         const Tensor<float> got = out.element((2 * ky + kx) * n + b);
         // An exact batch's phases are all the same size: its extra end padding is zeros.
         const Tensor<float> valid = got.narrow(0, 0, phase.size(0)).narrow(1, 0, phase.size(1));
-        ok = ok && valid == phase;
+        ok = ok && tbatch::equal(valid, phase);
       }
   }
   std::cout << name << ": " << n << " images " << input.data().shape() << " -> " << out.batch_size()
@@ -108,8 +108,8 @@ int main() {
   // A PackedBatch: convert to padded, tile, and pack the phases again (only their valid data).
   const PackedBatch<float> packed = tbatch::list_to_packed(mixed);
   const PackedBatch<float> packed_tiles = tbatch::to_packed(tiles(tbatch::to_padded(packed, 0.0f)));
-  ok = ok && packed_tiles.data() == tbatch::to_packed(padded_tiles).data() &&
-       packed_tiles.shape_per_tensor() == padded_tiles.shape_per_tensor();
+  ok = ok && tbatch::equal(packed_tiles.data(), tbatch::to_packed(padded_tiles).data()) &&
+       tbatch::equal(packed_tiles.shape_per_tensor(), padded_tiles.shape_per_tensor());
   ok = check_tiles(packed, packed_tiles, "PackedBatch") && ok;
 
   std::printf("%s\n", ok ? "all checks passed" : "CHECK FAILED");

@@ -255,9 +255,11 @@ Figures draw_all() {
   for (bool m : padded.mask().to_vector())
     valid += m;
   out.ok = out.ok && valid == packed.data().size(0) &&
-           tbatch::padded_to_packed(padded.data(), padded.shape_per_tensor()) == packed.data() &&
-           tbatch::packed_to_padded(packed.data(), packed.shape_per_tensor(), packed.first_idx(),
-                                    Value(0)) == padded.data() &&
+           tbatch::equal(tbatch::padded_to_packed(padded.data(), padded.shape_per_tensor()),
+                         packed.data()) &&
+           tbatch::equal(tbatch::packed_to_padded(packed.data(), packed.shape_per_tensor(),
+                                                  packed.first_idx(), Value(0)),
+                         padded.data()) &&
            packed.first_idx().to_vector() == std::vector<index_t>{0, 3, 8, 10};
 
   {  // Overview: list -> padded and packed.
@@ -310,7 +312,7 @@ Figures draw_all() {
     out.ok = out.ok && data.shape() == Shape{2, 3, 3, 1} &&
              images.shape_per_tensor().to_vector() == std::vector<index_t>{2, 3, 3, 2} &&
              rows.first_idx().to_vector() == std::vector<index_t>{0, 6, 12} &&
-             tbatch::padded_to_packed(data, images.shape_per_tensor()) == rows.data();
+             tbatch::equal(tbatch::padded_to_packed(data, images.shape_per_tensor()), rows.data());
     Svg svg;
     svg.text(10, 20, "padded data " + shape_text(data.shape()), "start", 14, "#222", true);
     index_t cells = 0;

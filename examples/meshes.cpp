@@ -156,7 +156,7 @@ int main() {
   for (index_t i = 0; i < meshes_n; ++i) {
     Tensor<index_t> local = shifted[static_cast<std::size_t>(i)].clone();
     local.flat() -= vertices.first_idx()(i);
-    ok = ok && local == meshes[static_cast<std::size_t>(i)].faces;
+    ok = ok && tbatch::equal(local, meshes[static_cast<std::size_t>(i)].faces);
   }
 
   std::printf("%s\n", ok ? "all checks passed" : "CHECK FAILED");

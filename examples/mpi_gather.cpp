@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
                   static_cast<long long>(padded.data().size(1)),
                   static_cast<long long>(padded.data().size(2)));
       const PackedBatch<float> local = centroids(everyone);
-      const bool same = on_root.data() == everyone.data() &&
+      const bool same = tbatch::equal(on_root.data(), everyone.data()) &&
                         tbatch::allclose(distributed.data(), local.data(), 1e-5, 1e-5);
       for (index_t i = 0; i < local.batch_size(); ++i)
         std::printf("  cloud %lld: %5lld points, centroid (%6.2f, %6.2f, %6.2f)\n",

@@ -112,9 +112,10 @@ int main() {
 
   // Round trip: packed -> padded equals the padded batch built directly.
   const Tensor<float> repadded = tbatch::packed_to_padded(packed, packed_shapes, first_idx, 0.0f);
-  consistent = consistent && repadded == padded;
-  std::cout << "\npacked -> padded round trip " << (repadded == padded ? "matches" : "DIFFERS")
-            << "; padding is " << 100.0 * (1.0 - double(packed.numel()) / double(padded.numel()))
+  consistent = consistent && tbatch::equal(repadded, padded);
+  std::cout << "\npacked -> padded round trip "
+            << (tbatch::equal(repadded, padded) ? "matches" : "DIFFERS") << "; padding is "
+            << 100.0 * (1.0 - double(packed.numel()) / double(padded.numel()))
             << "% of the padded tensor\n";
   std::cout << (consistent ? "all checks passed\n" : "CHECK FAILED\n");
   return consistent ? 0 : 1;

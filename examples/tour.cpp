@@ -27,10 +27,10 @@ int main() {
   ok = ok && padded.data().shape() == Shape{3, 5, 3} && padded.mask().shape() == Shape{3, 5};
   ok = ok && packed.data().shape() == Shape{10, 3} &&
        packed.first_idx().to_vector() == std::vector<index_t>{0, 3, 8, 10};
-  ok = ok && centroids == Tensor<float>({3, 3}, {1, 1, 1, 2, 2, 2, 3, 3, 3});
+  ok = ok && equal(centroids, Tensor<float>({3, 3}, {1, 1, 1, 2, 2, 2, 3, 3, 3}));
   ok = ok && longer.shape_per_tensor().to_vector() == std::vector<index_t>{5, 7, 4} &&
-       longer.element(2) == Tensor<float>(Shape{4, 3}, 3.f);
-  ok = ok && x == Tensor<float>({3, 2}, {3, 3, 6, 6, 1, 1});
+       equal(longer.element(2), Tensor<float>(Shape{4, 3}, 3.f));
+  ok = ok && equal(x, Tensor<float>({3, 2}, {3, 3, 6, 6, 1, 1}));
   ok = ok && phases.shape() == Shape{4, 2, 2, 1};
   ok = ok && robot0.batch_size() == Shape{3} &&
        robot0.get<float>("joints").shares_storage_with(td.get<float>("joints"));

@@ -133,7 +133,7 @@ std::optional<std::string> mismatch_in(const io::TensorFile& file) {
   const Tensor<float> points = formula_tensor<float>(Shape{cloud_points, 3});
   for (index_t i = 0, first_row = 0; i < clouds.batch_size(); ++i) {
     const index_t rows = cloud_sizes[std::size_t(i)];
-    if (!(clouds.element(i) == points.narrow(0, first_row, rows)))
+    if (!equal(clouds.element(i), points.narrow(0, first_row, rows)))
       return "element " + std::to_string(i) + " of batch 'clouds' differs";
     first_row += rows;
   }

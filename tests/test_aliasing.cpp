@@ -96,7 +96,7 @@ TEST_CASE("pad_into reads an input that shares elements with out as it was", "[a
   Tensor<float> u = testing::iota<float>(Shape{6});
   const Tensor<float> expected = pad(u.narrow(0, 0, 4), {1, 1}, PadMode::reflect);
   pad_into(u.narrow(0, 0, 4).view(), {1, 1}, u.view(), PadMode::reflect);
-  CHECK(u == expected);
+  CHECK(equal(u, expected));
 }
 
 TEST_CASE("space_to_batch_nd_into and batch_to_space_nd_into stage an aliased input",
@@ -104,10 +104,10 @@ TEST_CASE("space_to_batch_nd_into and batch_to_space_nd_into stage an aliased in
   Tensor<float> t = testing::iota<float>(Shape{1, 4, 1});
   const Tensor<float> expected = space_to_batch_nd(t, {2}, {{0, 0}});
   space_to_batch_nd_into(t.view(), {2}, {{0, 0}}, t.reshape({2, 2, 1}).view());
-  CHECK(t.reshape({2, 2, 1}) == expected);
+  CHECK(equal(t.reshape({2, 2, 1}), expected));
   const Tensor<float> back = batch_to_space_nd(t.reshape({2, 2, 1}), {2}, {{0, 0}});
   batch_to_space_nd_into(t.reshape({2, 2, 1}).view(), {2}, {{0, 0}}, t.view());
-  CHECK(t == back);
+  CHECK(equal(t, back));
 }
 
 TEST_CASE("list_to_padded_into and list_to_packed_into re-order a batch in its own buffer",
@@ -117,13 +117,13 @@ TEST_CASE("list_to_padded_into and list_to_packed_into re-order a batch in its o
       -1.f);
   const std::vector<Tensor<float>> v = pb.to_list();
   list_to_padded_into({v[1], v[0]}, -1.f, pb.data());
-  CHECK(pb.data().reshape({6}) == Tensor<float>({6}, {3, 4, 5, 1, 2, -1}));
+  CHECK(equal(pb.data().reshape({6}), Tensor<float>({6}, {3, 4, 5, 1, 2, -1})));
 
   const PackedBatch<float> packed = list_to_packed(
       std::vector<Tensor<float>>{Tensor<float>({2, 1}, {1, 2}), Tensor<float>({3, 1}, {3, 4, 5})});
   const std::vector<Tensor<float>> w = packed.to_list();
   list_to_packed_into({w[1], w[0]}, packed.data());
-  CHECK(packed.data().reshape({5}) == Tensor<float>({5}, {3, 4, 5, 1, 2}));
+  CHECK(equal(packed.data().reshape({5}), Tensor<float>({5}, {3, 4, 5, 1, 2})));
 
   // Randomised: any permutation of a padded batch's elements into its own data.
   std::mt19937 rng(3);
@@ -140,7 +140,7 @@ TEST_CASE("list_to_padded_into and list_to_packed_into re-order a batch in its o
     const PaddedBatch<float> expected =
         list_to_padded(copies, 0.f, std::vector<index_t>(batch.max_shape()));
     list_to_padded_into(views, 0.f, batch.data());
-    CHECK(batch.data() == expected.data());
+    CHECK(equal(batch.data(), expected.data()));
   }
 }
 
@@ -184,7 +184,7 @@ TEST_CASE("every writer rejects an output that holds an address twice", "[aliasi
                            "TensorDict::index_put: entry 'a' has shape [3, 2] and strides [0, 1]");
   TBATCH_CHECK_THROWS_WITH(wide.index_put({1}, TensorDict({{"a", Tensor<float>(Shape{2})}})),
                            ValueError, "entry 'a'");
-  CHECK(td.get<float>("a") == Tensor<float>(Shape{1, 2}));
+  CHECK(equal(td.get<float>("a"), Tensor<float>(Shape{1, 2})));
 }
 
 TEST_CASE("TensorDict::index_put reads values that view the dict as they were",
@@ -196,8 +196,8 @@ TEST_CASE("TensorDict::index_put reads values that view the dict as they were",
       {{"a", Tensor<float>(Shape{3}, 9.f)}, {"b", td.get<float>("a").select(0, 0)}});
   const Tensor<float> b_expected = td.get<float>("a").select(0, 0).clone();
   td.index_put({0}, value);
-  CHECK(td.get<float>("a").select(0, 0) == Tensor<float>(Shape{3}, 9.f));
-  CHECK(td.get<float>("b").select(0, 0) == b_expected);
+  CHECK(equal(td.get<float>("a").select(0, 0), Tensor<float>(Shape{3}, 9.f)));
+  CHECK(equal(td.get<float>("b").select(0, 0), b_expected));
 }
 
 TEST_CASE("a locked TensorDict keeps its key set, nested keys included", "[tensor_dict][keys]") {
@@ -226,7 +226,7 @@ TEST_CASE("zero-width and empty batches keep their element rank and last dim", "
   const ExactBatch<float> exact(Tensor<float>(Shape{3, 2, 0}));
   const PackedBatch<float> packed = to_packed(exact);
   CHECK(packed.data().shape() == Shape{6, 0});
-  CHECK(packed.first_idx() == Tensor<index_t>({4}, {0, 2, 4, 6}));
+  CHECK(equal(packed.first_idx(), Tensor<index_t>({4}, {0, 2, 4, 6})));
   CHECK(to_exact(packed).data().shape() == Shape{3, 2, 0});
 
   auto identity = [](const Tensor<float>& e) { return e; };

@@ -62,49 +62,50 @@ TEST_CASE("kaolin's documented examples", "[batch][golden]") {
     const std::vector<Tensor<float>> textures{iota<float>({32, 32, 3}), iota<float>({64, 16, 3})};
     auto [padded, shape_per_tensor] = list_to_padded(textures, 0.0f);
     CHECK(padded.shape() == Shape{2, 64, 32, 3});
-    CHECK(shape_per_tensor == longs({2, 2}, {32, 32, 64, 16}));
+    CHECK(equal(shape_per_tensor, longs({2, 2}, {32, 32, 64, 16})));
     check_padded(padded, textures, 0.0f);
     auto forced = list_to_padded(textures, 0.0f, {128, 128});
     CHECK(forced.data().shape() == Shape{2, 128, 128, 3});
     check_padded(forced.data(), textures, 0.0f);
     auto [packed, packed_shapes, first_idx] = list_to_packed(textures);
     CHECK(packed.shape() == Shape{32 * 32 + 64 * 16, 3});
-    CHECK(first_idx == longs({3}, {0, 1024, 2048}));
-    CHECK(packed_shapes == shape_per_tensor);
+    CHECK(equal(first_idx, longs({3}, {0, 1024, 2048})));
+    CHECK(equal(packed_shapes, shape_per_tensor));
     check_packed(packed, first_idx, textures);
   }
   SECTION("list_to_packed and list_to_padded docstrings") {
     const Tensor<index_t> a = longs({2, 3}, {0, 1, 2, 1, 2, 3});
     const Tensor<index_t> b = longs({1, 3}, {2, 4, 5});
     auto [packed, shape_per_tensor, first_idx] = list_to_packed<index_t>({a, b});
-    CHECK(packed == longs({3, 3}, {0, 1, 2, 1, 2, 3, 2, 4, 5}));
-    CHECK(shape_per_tensor == longs({2, 1}, {2, 1}));
+    CHECK(equal(packed, longs({3, 3}, {0, 1, 2, 1, 2, 3, 2, 4, 5})));
+    CHECK(equal(shape_per_tensor, longs({2, 1}, {2, 1})));
     auto [padded, padded_shapes] = list_to_padded<index_t>({a, b}, -1, {3});
-    CHECK(padded ==
-          longs({2, 3, 3}, {0, 1, 2, 1, 2, 3, -1, -1, -1, 2, 4, 5, -1, -1, -1, -1, -1, -1}));
+    CHECK(equal(padded,
+                longs({2, 3, 3}, {0, 1, 2, 1, 2, 3, -1, -1, -1, 2, 4, 5, -1, -1, -1, -1, -1, -1})));
     auto back = padded_to_list(padded, padded_shapes);
     REQUIRE(back.size() == 2);
-    CHECK(back[0] == a);
-    CHECK(back[1] == b);
+    CHECK(equal(back[0], a));
+    CHECK(equal(back[1], b));
     CHECK(back[0].shares_storage_with(padded));
   }
   SECTION("packed_to_list docstring") {
     const Tensor<index_t> packed = Tensor<index_t>::arange(16).reshape({8, 2});
     auto list = packed_to_list(packed, longs({3, 1}, {3, 4, 1}), longs({4}, {0, 3, 7, 8}));
     REQUIRE(list.size() == 3);
-    CHECK(list[0] == longs({3, 2}, {0, 1, 2, 3, 4, 5}));
-    CHECK(list[1] == longs({4, 2}, {6, 7, 8, 9, 10, 11, 12, 13}));
-    CHECK(list[2] == longs({1, 2}, {14, 15}));
+    CHECK(equal(list[0], longs({3, 2}, {0, 1, 2, 3, 4, 5})));
+    CHECK(equal(list[1], longs({4, 2}, {6, 7, 8, 9, 10, 11, 12, 13})));
+    CHECK(equal(list[2], longs({1, 2}, {14, 15})));
     CHECK(list[1].shares_storage_with(packed));
   }
   SECTION("get_shape_per_tensor, get_first_idx, fill_max_shape, tile_to_packed") {
-    CHECK(get_shape_per_tensor<float>(
-              {Tensor<float>(Shape{1, 3, 4, 2}), Tensor<float>(Shape{2, 5, 3, 2})}) ==
-          longs({2, 3}, {1, 3, 4, 2, 5, 3}));
-    CHECK(get_first_idx(longs({3}, {2, 3, 5})) == longs({4}, {0, 2, 5, 10}));
-    CHECK(fill_max_shape(longs({2, 3}, {2, 3, 5, 3, 4, 2}), {6, -1, -1}) == longs({3}, {6, 4, 5}));
-    CHECK(tile_to_packed(Tensor<float>({3}, {0, 6, 7}), longs({3}, {2, 2, 3})) ==
-          Tensor<float>({7, 1}, {0, 0, 6, 6, 7, 7, 7}));
+    CHECK(equal(get_shape_per_tensor<float>(
+                    {Tensor<float>(Shape{1, 3, 4, 2}), Tensor<float>(Shape{2, 5, 3, 2})}),
+                longs({2, 3}, {1, 3, 4, 2, 5, 3})));
+    CHECK(equal(get_first_idx(longs({3}, {2, 3, 5})), longs({4}, {0, 2, 5, 10})));
+    CHECK(equal(fill_max_shape(longs({2, 3}, {2, 3, 5, 3, 4, 2}), {6, -1, -1}),
+                longs({3}, {6, 4, 5})));
+    CHECK(equal(tile_to_packed(Tensor<float>({3}, {0, 6, 7}), longs({3}, {2, 2, 3})),
+                Tensor<float>({7, 1}, {0, 0, 6, 6, 7, 7, 7})));
   }
 }
 
@@ -121,22 +122,22 @@ TEMPLATE_TEST_CASE("round trips between lists, padded and packed layouts", "[bat
       if (batch > 0) check_padded(padded.data(), list, padding);
       const PackedBatch<T> packed = list_to_packed(list);
       check_packed(packed.data(), packed.first_idx(), list);
-      CHECK(padded.shape_per_tensor() == packed.shape_per_tensor());
+      CHECK(equal(padded.shape_per_tensor(), packed.shape_per_tensor()));
 
       const Tensor<T> repacked = padded_to_packed(padded.data(), padded.shape_per_tensor());
-      CHECK(repacked == packed.data());
+      CHECK(equal(repacked, packed.data()));
       if (batch > 0) {
         const Tensor<T> repadded =
             packed_to_padded(packed.data(), packed.shape_per_tensor(), packed.first_idx(), padding);
-        CHECK(repadded == padded.data());
+        CHECK(equal(repadded, padded.data()));
       }
       const auto from_padded = padded.to_list();
       const auto from_packed = packed.to_list();
       REQUIRE(from_padded.size() == list.size());
       REQUIRE(from_packed.size() == list.size());
       for (std::size_t i = 0; i < list.size(); ++i) {
-        CHECK(from_padded[i] == list[i]);
-        CHECK(from_packed[i] == list[i]);
+        CHECK(equal(from_padded[i], list[i]));
+        CHECK(equal(from_packed[i], list[i]));
         CHECK(padded.shape_of(i) == list[i].shape());
       }
     }
@@ -158,20 +159,20 @@ TEMPLATE_TEST_CASE("padded mask, exact batches and conversions between layouts",
   const ExactBatch<T> exact(iota<T>({3, 2, 2}));
   CHECK(exact.batch_size() == 3);
   CHECK(exact.element_rank() == 2);
-  CHECK(exact.shape_per_tensor() == longs({3, 1}, {2, 2, 2}));
+  CHECK(equal(exact.shape_per_tensor(), longs({3, 1}, {2, 2, 2})));
   const PaddedBatch<T> exact_padded = to_padded(exact, value_of<T>(0));
   CHECK(exact_padded.data().shares_storage_with(exact.data()));
   const PackedBatch<T> exact_packed = to_packed(exact);
   CHECK(exact_packed.data().shape() == Shape{6, 2});
   CHECK(exact_packed.data().shares_storage_with(exact.data()));
-  CHECK(to_exact(exact_packed).data() == exact.data());
-  CHECK(to_exact(exact_padded).data() == exact.data());
+  CHECK(equal(to_exact(exact_packed).data(), exact.data()));
+  CHECK(equal(to_exact(exact_padded).data(), exact.data()));
   const PaddedBatch<T> grown = to_padded(exact, value_of<T>(1), {4});
   CHECK(grown.data().shape() == Shape{3, 4, 2});
   CHECK(grown.data()(2, 3, 1) == value_of<T>(1));
-  CHECK(to_exact(grown).data() == exact.data());
-  CHECK(to_padded(list_to_packed(list), value_of<T>(0)).data() == padded.data());
-  CHECK(to_packed(padded).data() == list_to_packed(list).data());
+  CHECK(equal(to_exact(grown).data(), exact.data()));
+  CHECK(equal(to_padded(list_to_packed(list), value_of<T>(0)).data(), padded.data()));
+  CHECK(equal(to_packed(padded).data(), list_to_packed(list).data()));
   TBATCH_CHECK_THROWS_WITH(to_exact(padded), ShapeError,
                            "to_exact: element 1 has shape [1, 4, 2] but element 0 has [2, 3, 2]");
 }
@@ -181,7 +182,7 @@ TEST_CASE("tile_to_packed places each value's rows by the packed geometry", "[ba
   const Tensor<double> values =
       Tensor<double>(Shape{4, 2}, {1, -1, 2, -2, 3, -3, 4, -4}).slice(1, 0, 1);
   const Tensor<index_t> counts = longs({8}, {2, 9, 0, 9, 3, 9, 1, 9}).slice(0, 0, 8, 2);
-  CHECK(tile_to_packed(values, counts) == Tensor<double>({6, 1}, {1, 1, 3, 3, 3, 4}));
+  CHECK(equal(tile_to_packed(values, counts), Tensor<double>({6, 1}, {1, 1, 3, 3, 3, 4})));
   CHECK(tile_to_packed(Tensor<double>(Shape{0}), longs({0}, {})).shape() == Shape{0, 1});
   // Long runs: whole blocks of elements between fences.
   const Tensor<index_t> many = Tensor<index_t>::full(Shape{300}, 500);
@@ -221,7 +222,7 @@ TEMPLATE_TEST_CASE("conversions of batches over strided data go through the view
   });
   REQUIRE(flipped.data().shape() == Shape{4, 2, 3});
   for (index_t i = 0; i < 4; ++i)
-    CHECK(flipped.element(i) == exact.element(i).permute({1, 0}));
+    CHECK(equal(flipped.element(i), exact.element(i).permute({1, 0})));
 }
 
 TEST_CASE("map_elements applies a function per element in every layout", "[batch]") {
@@ -303,21 +304,21 @@ TEST_CASE("empty lists, zero-length elements and zero-size last dims", "[batch]"
   CHECK(padded.to_list().empty());
   const PackedBatch<float> packed = list_to_packed(none);
   CHECK(packed.data().shape() == Shape{0, 0});
-  CHECK(packed.first_idx() == longs({1}, {0}));
+  CHECK(equal(packed.first_idx(), longs({1}, {0})));
   const std::vector<Tensor<float>> hollow{Tensor<float>(Shape{0, 3}), iota<float>({2, 3})};
   const PackedBatch<float> hollow_packed = list_to_packed(hollow);
-  CHECK(hollow_packed.first_idx() == longs({3}, {0, 0, 2}));
+  CHECK(equal(hollow_packed.first_idx(), longs({3}, {0, 0, 2})));
   CHECK(hollow_packed.element(0).shape() == Shape{0, 3});
   const PaddedBatch<float> hollow_padded = list_to_padded(hollow, 5.0f);
-  CHECK(hollow_padded.data().select(0, 0) == Tensor<float>(Shape{2, 3}, 5.0f));
+  CHECK(equal(hollow_padded.data().select(0, 0), Tensor<float>(Shape{2, 3}, 5.0f)));
   const std::vector<Tensor<float>> thin{Tensor<float>(Shape{2, 0}), Tensor<float>(Shape{4, 0})};
   CHECK(list_to_padded(thin, 0.0f).data().shape() == Shape{2, 4, 0});
-  CHECK(list_to_packed(thin).first_idx() == longs({3}, {0, 2, 6}));
+  CHECK(equal(list_to_packed(thin).first_idx(), longs({3}, {0, 2, 6})));
   const std::vector<Tensor<float>> vectors{iota<float>({3}), iota<float>({3})};
   const PackedBatch<float> rank_one = list_to_packed(vectors);
   CHECK(rank_one.data().shape() == Shape{2, 3});
   CHECK(rank_one.shape_per_tensor().shape() == Shape{2, 0});
-  CHECK(rank_one.element(1) == iota<float>({3}));
+  CHECK(equal(rank_one.element(1), iota<float>({3})));
 }
 
 TEST_CASE("the _into conversions of an empty list give an empty batch over out", "[batch]") {
@@ -340,7 +341,7 @@ TEST_CASE("the _into conversions of an empty list give an empty batch over out",
   const PackedBatch<float> packed = list_to_packed_into(none, rows);
   CHECK(packed.data().shares_storage_with(rows));
   CHECK(packed.batch_size() == 0);
-  CHECK(packed.first_idx() == longs({1}, {0}));
+  CHECK(equal(packed.first_idx(), longs({1}, {0})));
   const PackedBatch<float> packed_views = list_to_packed_into(no_views, rows);
   CHECK(packed_views.data().shares_storage_with(rows));
   CHECK(packed_views.last_dim() == 3);
@@ -394,9 +395,10 @@ TEST_CASE("pad_sequence pads sequences (L_i, *) along their first dim, as torch 
   const Tensor<float> grid = iota<float>({3, 4});
   const std::vector<StridedView<const float>> columns{grid.view().select(1, 1),
                                                       grid.view().select(1, 3).narrow(0, 0, 2)};
-  CHECK(pad_sequence(columns, 0.5f) == Tensor<float>({2, 3}, {1.0f, 5.0f, 9.0f, 3.0f, 7.0f, 0.5f}));
-  CHECK(pad_sequence(columns, 0.5f, false) ==
-        Tensor<float>({3, 2}, {1.0f, 3.0f, 5.0f, 7.0f, 9.0f, 0.5f}));
+  CHECK(equal(pad_sequence(columns, 0.5f),
+              Tensor<float>({2, 3}, {1.0f, 5.0f, 9.0f, 3.0f, 7.0f, 0.5f})));
+  CHECK(equal(pad_sequence(columns, 0.5f, false),
+              Tensor<float>({3, 2}, {1.0f, 3.0f, 5.0f, 7.0f, 9.0f, 0.5f})));
 }
 
 TEST_CASE("pad_sequence rejects lists it cannot pad, naming the element", "[batch][errors]") {

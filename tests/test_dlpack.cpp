@@ -87,11 +87,11 @@ TEMPLATE_TEST_CASE("to_dlpack / from_dlpack round trip every dtype without a cop
     const Tensor<T> y = from_dlpack<T>(std::move(managed));
     REQUIRE(managed == nullptr);  // y owns it now
     REQUIRE(y.data() == x.data());
-    REQUIRE(y == x);
+    REQUIRE(equal(y, x));
     REQUIRE(x.storage().use_count() == uses_before);  // the export holds it, y holds the export
     const AnyTensor any = any_from_dlpack(to_dlpack(y));
     REQUIRE(any.dtype() == dtype_of<T>);
-    REQUIRE(any.get<T>() == x);
+    REQUIRE(equal(any.get<T>(), x));
   }
   // Both imports are gone, so both exports' deleters ran and released the buffer.
   REQUIRE(x.storage().use_count() == uses_before - 1);
@@ -193,13 +193,13 @@ TEST_CASE("batches go out as data plus metadata and come back without a copy", "
     const auto back = from_dlpack<PaddedBatch<float>>(std::move(exported));
     REQUIRE(exported.data == nullptr);
     REQUIRE(back.data().data() == padded.data().data());
-    REQUIRE(back.shape_per_tensor() == padded.shape_per_tensor());
+    REQUIRE(equal(back.shape_per_tensor(), padded.shape_per_tensor()));
   }
   SECTION("packed") {
     const PackedBatch<float> packed = list_to_packed(list);
     const auto back = from_dlpack<PackedBatch<float>>(to_dlpack(packed));
     REQUIRE(back.data().data() == packed.data().data());
-    REQUIRE(back.first_idx() == packed.first_idx());
+    REQUIRE(equal(back.first_idx(), packed.first_idx()));
   }
   SECTION("exact") {
     const ExactBatch<float> exact(iota<float>(Shape{2, 3, 2}));
@@ -252,7 +252,7 @@ TEST_CASE("from_dlpack rejects bool bytes other than 0 and 1, naming the first i
   // 0 and 1 only: accepted, any strides.
   const Tensor<bool> ok = from_dlpack<bool>(BasicProducer<std::uint8_t>::make(
       deletions, {0, 1, 1, 0, 0, 1}, {2, 3}, {-3, -1}, 5, dl_bool));
-  REQUIRE(ok == Tensor<bool>({2, 3}, {true, false, false, true, true, false}));
+  REQUIRE(equal(ok, Tensor<bool>({2, 3}, {true, false, false, true, true, false})));
 }
 
 TEST_CASE("from_dlpack's bool check matches a plain loop on random strided bytes", "[dlpack]") {
@@ -279,7 +279,7 @@ TEST_CASE("from_dlpack's bool check matches a plain loop on random strided bytes
     DLPackPtr managed = to_dlpack(view);
     managed->dl_tensor.dtype = dl_bool;
     if (expected < 0) {
-      REQUIRE(any_from_dlpack(std::move(managed)).get<bool>() == view.cast<bool>());
+      REQUIRE(equal(any_from_dlpack(std::move(managed)).get<bool>(), view.cast<bool>()));
     } else {
       REQUIRE_THROWS_MATCHES(
           any_from_dlpack(std::move(managed)), ValueError,
@@ -310,7 +310,7 @@ TEST_CASE("to_dlpack returns an owner: an export nobody takes is freed", "[dlpac
   const Tensor<float> y = from_dlpack<float>(raw);
   REQUIRE(y.data() == x.data());
   const AnyTensor any = any_from_dlpack(to_dlpack(AnyTensor(x)));
-  REQUIRE(any.get<float>() == x);
+  REQUIRE(equal(any.get<float>(), x));
 }
 
 TEST_CASE("DLPackStrides::non_negative exports no negative stride", "[dlpack]") {
@@ -325,7 +325,7 @@ TEST_CASE("DLPackStrides::non_negative exports no negative stride", "[dlpack]") 
     }
     REQUIRE((t.data == static_cast<const void*>(x.data())) == !copied);
     const Tensor<float> back = from_dlpack<float>(std::move(exported));
-    REQUIRE(back == x);  // the same values, in the same places
+    REQUIRE(equal(back, x));  // the same values, in the same places
   };
   for (int trial = 0; trial < 50; ++trial) {
     const Tensor<float> x = random_tensor<float>(random_shape(rng, 1 + rng() % 3, 1, 5), rng);
@@ -359,5 +359,5 @@ TEST_CASE("DLPackStrides::non_negative exports no negative stride", "[dlpack]") 
   const ExactBatch<float> batch(flipped.unsqueeze(0));
   DLPackBatch out = to_dlpack(batch, DLPackStrides::non_negative);
   REQUIRE(out.data->dl_tensor.strides[2] == 1);
-  REQUIRE(from_dlpack<ExactBatch<float>>(std::move(out)).data() == batch.data());
+  REQUIRE(equal(from_dlpack<ExactBatch<float>>(std::move(out)).data(), batch.data()));
 }

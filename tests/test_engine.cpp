@@ -225,9 +225,9 @@ TEST_CASE("for_each takes tensors as it takes their views", "[engine]") {
   const PaddedBatch<float> batch = list_to_padded(list, -1.0f);
   Tensor<float> data = batch.data();
   for_each([](float& v) { v = v < 0 ? 0.0f : 2 * v; }, data);
-  CHECK(batch.element(0) == Tensor<float>({2, 3}, {0, 2, 4, 6, 8, 10}));
-  CHECK(batch.element(1) == Tensor<float>({1, 3}, {0, 2, 4}));
-  CHECK(batch.data().select(0, 1).select(0, 1) == Tensor<float>(Shape{3}, 0.0f));
+  CHECK(equal(batch.element(0), Tensor<float>({2, 3}, {0, 2, 4, 6, 8, 10})));
+  CHECK(equal(batch.element(1), Tensor<float>({1, 3}, {0, 2, 4})));
+  CHECK(equal(batch.data().select(0, 1).select(0, 1), Tensor<float>(Shape{3}, 0.0f)));
 }
 
 TEST_CASE("detail::gather_by_offsets and scatter_along move rows by element offsets", "[engine]") {

@@ -120,7 +120,7 @@ TEMPLATE_TEST_CASE("index_put takes a scalar with every index kind, as TensorDic
     Tensor<T> by_tensor = iota<T>({3, 4});
     by_scalar.index_put(indices, value_of<T>(1));
     by_tensor.index_put(indices, Tensor<T>(Shape{}, value_of<T>(1)));
-    CHECK(by_scalar == by_tensor);
+    CHECK(equal(by_scalar, by_tensor));
   };
   check({1});
   check({Slice{}, 2});
@@ -139,7 +139,7 @@ TEMPLATE_TEST_CASE("index_put takes a scalar with every index kind, as TensorDic
 TEST_CASE("index_put of a scalar checks that the dtype holds it", "[indexing][errors]") {
   Tensor<float> x = iota<float>({2, 3});
   x.index_put({x.index({Slice{}}).cast<bool>()}, 0.f);  // the documented form: zero the nonzero
-  CHECK(x == Tensor<float>(Shape{2, 3}, 0.0f));
+  CHECK(equal(x, Tensor<float>(Shape{2, 3}, 0.0f)));
   Tensor<std::int8_t> small(Shape{4});
   TBATCH_CHECK_THROWS_WITH(small.index_put({0}, 300), ValueError,
                            "index_put: the value 300 does not fit int8 (range [-128, 127])");
@@ -147,7 +147,7 @@ TEST_CASE("index_put of a scalar checks that the dtype holds it", "[indexing][er
                            "index_put: the value nan does not fit int8");
   TBATCH_CHECK_THROWS_WITH(small.index_put({4}, 1), IndexError,
                            "index_put: index 4 is out of range for dim 0");
-  CHECK(small == Tensor<std::int8_t>(Shape{4}));
+  CHECK(equal(small, Tensor<std::int8_t>(Shape{4})));
   Tensor<float> expanded = Tensor<float>(Shape{1}).expand({3});
   TBATCH_CHECK_THROWS_WITH(expanded.index_put({0}, 1.0f), ValueError, "index_put");
 }

@@ -192,12 +192,12 @@ TEST_CASE("list_to_padded and list_to_packed over ranges of views", "[interop]")
     }
     const PaddedBatch<float> expected_padded = list_to_padded(owned, 7.f);
     const PackedBatch<float> expected_packed = list_to_packed(owned);
-    REQUIRE(list_to_padded(views, 7).data() == expected_padded.data());
-    REQUIRE(list_to_padded(borrowed, 7).data() == expected_padded.data());
-    REQUIRE(list_to_padded(std::span<const StridedView<const float>>(views), 7).data() ==
-            expected_padded.data());
-    REQUIRE(list_to_packed(views).data() == expected_packed.data());
-    REQUIRE(list_to_packed(views).first_idx() == expected_packed.first_idx());
+    REQUIRE(equal(list_to_padded(views, 7).data(), expected_padded.data()));
+    REQUIRE(equal(list_to_padded(borrowed, 7).data(), expected_padded.data()));
+    REQUIRE(equal(list_to_padded(std::span<const StridedView<const float>>(views), 7).data(),
+                  expected_padded.data()));
+    REQUIRE(equal(list_to_packed(views).data(), expected_packed.data()));
+    REQUIRE(equal(list_to_packed(views).first_idx(), expected_packed.first_idx()));
     // The packed rows, element by element, against the buffers (a plain loop).
     const Tensor<float> packed = list_to_packed(std::span<const Tensor<float>>(borrowed)).data();
     index_t row = 0;
@@ -250,14 +250,14 @@ TEST_CASE("batch casts keep the metadata", "[interop][cast]") {
   const std::vector<Tensor<int>> list{iota<int>(Shape{2, 2}), iota<int>(Shape{1, 2})};
   const PaddedBatch<int> padded = list_to_padded(list, -1);
   const PaddedBatch<double> padded_d = padded.cast<double>();
-  REQUIRE(padded_d.data() == padded.data().cast<double>());
-  REQUIRE(padded_d.shape_per_tensor() == padded.shape_per_tensor());
+  REQUIRE(equal(padded_d.data(), padded.data().cast<double>()));
+  REQUIRE(equal(padded_d.shape_per_tensor(), padded.shape_per_tensor()));
   const PackedBatch<int> packed = list_to_packed(list);
   const PackedBatch<float> packed_f = packed.cast<float>();
-  REQUIRE(packed_f.data() == packed.data().cast<float>());
-  REQUIRE(packed_f.first_idx() == packed.first_idx());
+  REQUIRE(equal(packed_f.data(), packed.data().cast<float>()));
+  REQUIRE(equal(packed_f.first_idx(), packed.first_idx()));
   const ExactBatch<int> exact(iota<int>(Shape{2, 3, 2}));
-  REQUIRE(exact.cast<std::int64_t>().data() == exact.data().cast<std::int64_t>());
+  REQUIRE(equal(exact.cast<std::int64_t>().data(), exact.data().cast<std::int64_t>()));
 }
 
 TEST_CASE("a braced list is values, never a fill", "[interop][errors]") {

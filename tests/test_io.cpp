@@ -55,7 +55,7 @@ std::string file_with(const std::string& header, const std::string& data) {
 
 template <class T>
 bool same(const AnyTensor& a, const Tensor<T>& b) {
-  return a.holds<T>() && a.get<T>() == b;
+  return a.holds<T>() && equal(a.get<T>(), b);
 }
 
 }  // namespace
@@ -119,7 +119,7 @@ TEST_CASE("a mapped load views the file; writes stay in the process", "[io]") {
     x = mapped.tensors.at("x").get<float>();
   }
   // The tensor keeps the mapping alive after the TensorFile is gone.
-  CHECK(x == Tensor<float>({4}, {1, 2, 3, 4}));
+  CHECK(equal(x, Tensor<float>({4}, {1, 2, 3, 4})));
   x.index_put({0}, Tensor<float>(Shape{}, 9.f));
   CHECK(x(0) == 9.f);
   CHECK(bytes_of(scratch / "m.safetensors") == before);
@@ -144,12 +144,12 @@ TEST_CASE("batches round-trip in their own layout", "[io][batch]") {
   for (io::Mmap mmap : {io::Mmap::no, io::Mmap::yes}) {
     const io::TensorFile back = io::load(scratch / "b.safetensors", mmap);
     const auto p = io::get<PackedBatch<float>>(back, "packed");
-    CHECK(p.data() == packed.data());
-    CHECK(p.first_idx() == packed.first_idx());
+    CHECK(equal(p.data(), packed.data()));
+    CHECK(equal(p.first_idx(), packed.first_idx()));
     for (index_t i = 0; i < p.batch_size(); ++i)
-      CHECK(p.element(i) == clouds[std::size_t(i)]);
-    CHECK(io::get<PaddedBatch<float>>(back, "padded").data() == padded.data());
-    CHECK(io::get<ExactBatch<std::int64_t>>(back, "exact").data() == exact.data());
+      CHECK(equal(p.element(i), clouds[std::size_t(i)]));
+    CHECK(equal(io::get<PaddedBatch<float>>(back, "padded").data(), padded.data()));
+    CHECK(equal(io::get<ExactBatch<std::int64_t>>(back, "exact").data(), exact.data()));
   }
   TBATCH_CHECK_THROWS_WITH(io::get<PaddedBatch<float>>(file, "packed"), TypeError,
                            "io::get: batch 'packed' is stored packed, not padded");
@@ -197,10 +197,11 @@ TEST_CASE("TensorDicts round-trip with nested keys, batch sizes and names", "[io
     CHECK(back.batch_size() == td.batch_size());
     CHECK(back.names() == td.names());
     CHECK(back.keys() == td.keys());
-    CHECK(back.get<float>("points") == td.get<float>("points"));
-    CHECK(back.get<std::int32_t>({"robot", "joints"}) == td.get<std::int32_t>({"robot", "joints"}));
+    CHECK(equal(back.get<float>("points"), td.get<float>("points")));
+    CHECK(equal(back.get<std::int32_t>({"robot", "joints"}),
+                td.get<std::int32_t>({"robot", "joints"})));
     CHECK(back.get_dict("robot").keys() == std::vector<std::string>{"joints", "empty"});
-    CHECK(back.get<bool>("mask") == td.get<bool>("mask"));
+    CHECK(equal(back.get<bool>("mask"), td.get<bool>("mask")));
   }
   const io::TensorFile file = io::load(scratch / "d.safetensors");
   CHECK(file.tensors.count("robot.joints") == 1);
@@ -293,9 +294,10 @@ TEST_CASE("bad files are FormatErrors", "[io][errors]") {
   // A header not padded to 8 bytes is valid; mapped tensors that are not aligned are copied.
   const std::string unaligned = file_with(good + " ", std::string("\0\0\x80\x3f\0\0\0\x40", 8));
   write_bytes(path, unaligned);
-  CHECK(io::load(path, io::Mmap::yes).tensors.at("x").get<float>() == Tensor<float>({2}, {1, 2}));
-  CHECK(io::parse(unaligned.data(), unaligned.size()).tensors.at("x").get<float>() ==
-        Tensor<float>({2}, {1, 2}));
+  CHECK(equal(io::load(path, io::Mmap::yes).tensors.at("x").get<float>(),
+              Tensor<float>({2}, {1, 2})));
+  CHECK(equal(io::parse(unaligned.data(), unaligned.size()).tensors.at("x").get<float>(),
+              Tensor<float>({2}, {1, 2})));
 }
 
 TEST_CASE("RaggedTensorDicts round-trip, padded and packed", "[io][tensor_dict]") {
@@ -322,12 +324,12 @@ TEST_CASE("RaggedTensorDicts round-trip, padded and packed", "[io][tensor_dict]"
       CHECK(back.keys() == ragged.keys());
       for (index_t i = 0; i < 4; ++i) {
         const TensorDict element = back.element(i);
-        CHECK(element.get<float>("points") == tds[std::size_t(i)].get<float>("points"));
-        CHECK(element.get<std::int64_t>("labels") ==
-              tds[std::size_t(i)].get<std::int64_t>("labels"));
-        CHECK(element.get<double>("pose") == tds[std::size_t(i)].get<double>("pose"));
-        CHECK(element.get<std::int32_t>({"meta", "ids"}) ==
-              tds[std::size_t(i)].get<std::int32_t>({"meta", "ids"}));
+        CHECK(equal(element.get<float>("points"), tds[std::size_t(i)].get<float>("points")));
+        CHECK(equal(element.get<std::int64_t>("labels"),
+                    tds[std::size_t(i)].get<std::int64_t>("labels")));
+        CHECK(equal(element.get<double>("pose"), tds[std::size_t(i)].get<double>("pose")));
+        CHECK(equal(element.get<std::int32_t>({"meta", "ids"}),
+                    tds[std::size_t(i)].get<std::int32_t>({"meta", "ids"})));
       }
     }
   }
@@ -412,7 +414,8 @@ TEST_CASE("BOOL bytes other than 0 and 1 in a file are read as true", "[io]") {
     const auto* read = static_cast<const unsigned char*>(t.data_ptr());
     for (int i = 0; i < 8; ++i)
       CHECK(int(read[i]) == int(expected[i]));
-    CHECK(t.get<bool>() == Tensor<bool>({8}, {false, true, true, true, false, true, true, false}));
+    CHECK(equal(t.get<bool>(),
+                Tensor<bool>({8}, {false, true, true, true, false, true, true, false})));
   };
   check(io::parse(bytes.data(), bytes.size()).tensors.at("b"));
   check(io::load(path).tensors.at("b"));
@@ -435,8 +438,8 @@ TEST_CASE("a header is one JSON object with JSON whitespace around it, as the re
   check_rejected(path, file_with(good + "{}", data), "has a header that is not a JSON object");
   for (const std::string& header : {good + "    ", " \t\r\n" + good + " \n\t\r "}) {
     const std::string bytes = file_with(header, data);
-    CHECK(io::parse(bytes.data(), bytes.size()).tensors.at("x").get<std::uint8_t>() ==
-          Tensor<std::uint8_t>({2}, {5, 6}));
+    CHECK(equal(io::parse(bytes.data(), bytes.size()).tensors.at("x").get<std::uint8_t>(),
+                Tensor<std::uint8_t>({2}, {5, 6})));
   }
 }
 
@@ -537,7 +540,7 @@ TEST_CASE("save writes a file whose name has the most characters a name may have
   io::TensorFile file;
   file.tensors.emplace("x", AnyTensor(Tensor<float>({2}, {1, 2})));
   io::save(scratch / name, file);
-  CHECK(io::load(scratch / name).tensors.at("x").get<float>() == Tensor<float>({2}, {1, 2}));
+  CHECK(equal(io::load(scratch / name).tensors.at("x").get<float>(), Tensor<float>({2}, {1, 2})));
   io::save(scratch / name, file);  // replacing it too
   int entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(scratch.dir))
@@ -634,7 +637,7 @@ TEST_CASE("RaggedTensorDict batch sizes that contradict the data are a FormatErr
     io::put(file, TensorDict::stack_ragged(tds, layout));
     const RaggedTensorDict back = io::get_ragged_tensordict(file);
     CHECK(back.batch_size() == std::vector<index_t>{4, -1});
-    CHECK(back.element(3).get<float>("points") == tds[3].get<float>("points"));
+    CHECK(equal(back.element(3).get<float>("points"), tds[3].get<float>("points")));
     auto rejects = [&](const io::TensorFile& broken, const std::string& message) {
       TBATCH_CHECK_THROWS_WITH(io::get_ragged_tensordict(broken), FormatError, message);
     };
@@ -673,9 +676,9 @@ TEST_CASE("RaggedTensorDict::from_stored takes back what stored gives, and check
     const RaggedTensorDict back = RaggedTensorDict::from_stored(ragged.stored(), layout, reject);
     CHECK(back.batch_size() == ragged.batch_size());
     for (index_t i = 0; i < 3; ++i) {
-      CHECK(back.element(i).get<float>("points") == tds[std::size_t(i)].get<float>("points"));
-      CHECK(back.element(i).get<std::int32_t>({"meta", "id"}) ==
-            tds[std::size_t(i)].get<std::int32_t>({"meta", "id"}));
+      CHECK(equal(back.element(i).get<float>("points"), tds[std::size_t(i)].get<float>("points")));
+      CHECK(equal(back.element(i).get<std::int32_t>({"meta", "id"}),
+                  tds[std::size_t(i)].get<std::int32_t>({"meta", "id"})));
     }
     RaggedTensorDict::Stored twice = ragged.stored();
     twice.items.push_back(twice.items[0]);

@@ -269,13 +269,13 @@ TEMPLATE_TEST_CASE("scatter: the reference's example", "[scatter][golden]",
   const Tensor<index_t> index(Shape{4}, {2, 1, 0, 1});
   const Tensor<T> updates(Shape{4, 2},
                           std::vector<T>{T(1), T(1), T(2), T(2), T(3), T(3), T(4), T(4)});
-  CHECK(scatter(x, index, updates, false) ==
-        Tensor<T>(Shape{3, 2}, std::vector<T>{T(3), T(3), T(6), T(6), T(1), T(1)}));
-  CHECK(scatter(x, index, updates, true) ==
-        Tensor<T>(Shape{3, 2}, std::vector<T>{T(3), T(3), T(4), T(4), T(1), T(1)}));
-  CHECK(scatter(x, index, updates) == scatter(x, index, updates, true));
+  CHECK(equal(scatter(x, index, updates, false),
+              Tensor<T>(Shape{3, 2}, std::vector<T>{T(3), T(3), T(6), T(6), T(1), T(1)})));
+  CHECK(equal(scatter(x, index, updates, true),
+              Tensor<T>(Shape{3, 2}, std::vector<T>{T(3), T(3), T(4), T(4), T(1), T(1)})));
+  CHECK(equal(scatter(x, index, updates), scatter(x, index, updates, true)));
   // x is not modified by the out-of-place form.
-  CHECK(x == Tensor<T>(Shape{3, 2}, std::vector<T>{T(1), T(1), T(2), T(2), T(3), T(3)}));
+  CHECK(equal(x, Tensor<T>(Shape{3, 2}, std::vector<T>{T(1), T(1), T(2), T(2), T(3), T(3)})));
 }
 
 TEMPLATE_TEST_CASE("scatter: the reference's second example", "[scatter][golden]", float, double,
@@ -291,8 +291,8 @@ TEMPLATE_TEST_CASE("scatter: the reference's second example", "[scatter][golden]
   const Tensor<T> x = make(Shape{3, 2}, {100, 200, 300, 400, 500, 600});
   const Tensor<index_t> index(Shape{4}, {2, 1, 0, 1});
   const Tensor<T> updates = make(Shape{4, 2}, {10, 11, 21, 22, 33, 34, 40, 41});
-  CHECK(scatter(x, index, updates, false) == make(Shape{3, 2}, {33, 34, 61, 63, 10, 11}));
-  CHECK(scatter(x, index, updates, true) == make(Shape{3, 2}, {33, 34, 40, 41, 10, 11}));
+  CHECK(equal(scatter(x, index, updates, false), make(Shape{3, 2}, {33, 34, 61, 63, 10, 11})));
+  CHECK(equal(scatter(x, index, updates, true), make(Shape{3, 2}, {33, 34, 40, 41, 10, 11})));
 }
 
 TEST_CASE("scatter: index forms, unreferenced rows, last write wins", "[scatter]") {
@@ -300,32 +300,34 @@ TEST_CASE("scatter: index forms, unreferenced rows, last write wins", "[scatter]
   SECTION("a 0-d index scatters one row of shape x.shape[1:]") {
     const Tensor<float> out =
         scatter(x, Tensor<index_t>(Shape{}, 2), Tensor<float>(Shape{3}, {1.f, 2.f, 3.f}));
-    CHECK(out == Tensor<float>(Shape{4, 3}, {7, 7, 7, 7, 7, 7, 1, 2, 3, 7, 7, 7}));
+    CHECK(equal(out, Tensor<float>(Shape{4, 3}, {7, 7, 7, 7, 7, 7, 1, 2, 3, 7, 7, 7})));
   }
   SECTION("an [N, 1] index works like a 1-d one") {
     const Tensor<index_t> column(Shape{3, 1}, {3, 0, 3});
     const Tensor<float> updates(Shape{3, 3}, {1, 2, 3, 4, 5, 6, 8, 9, 10});
-    CHECK(scatter(x, column, updates) ==
-          Tensor<float>(Shape{4, 3}, {4, 5, 6, 7, 7, 7, 7, 7, 7, 8, 9, 10}));
-    CHECK(scatter(x, column, updates, false) ==
-          Tensor<float>(Shape{4, 3}, {4, 5, 6, 7, 7, 7, 7, 7, 7, 9, 11, 13}));
+    CHECK(equal(scatter(x, column, updates),
+                Tensor<float>(Shape{4, 3}, {4, 5, 6, 7, 7, 7, 7, 7, 7, 8, 9, 10})));
+    CHECK(equal(scatter(x, column, updates, false),
+                Tensor<float>(Shape{4, 3}, {4, 5, 6, 7, 7, 7, 7, 7, 7, 9, 11, 13})));
   }
   SECTION("an empty index leaves x unchanged") {
-    CHECK(scatter(x, Tensor<index_t>(Shape{0}), Tensor<float>(Shape{0, 3})) == x);
-    CHECK(scatter(x, Tensor<index_t>(Shape{0}), Tensor<float>(Shape{0, 3}), false) == x);
+    CHECK(equal(scatter(x, Tensor<index_t>(Shape{0}), Tensor<float>(Shape{0, 3})), x));
+    CHECK(equal(scatter(x, Tensor<index_t>(Shape{0}), Tensor<float>(Shape{0, 3}), false), x));
   }
   SECTION("1-d x scatters scalars") {
     const Tensor<int> v(Shape{5}, {1, 2, 3, 4, 5});
-    CHECK(scatter(v, Tensor<index_t>(Shape{3}, {4, 0, 4}), Tensor<int>(Shape{3}, {10, 20, 30})) ==
-          Tensor<int>(Shape{5}, {20, 2, 3, 4, 30}));
-    CHECK(scatter(v, Tensor<index_t>(Shape{3}, {4, 0, 4}), Tensor<int>(Shape{3}, {10, 20, 30}),
-                  false) == Tensor<int>(Shape{5}, {20, 2, 3, 4, 40}));
+    CHECK(
+        equal(scatter(v, Tensor<index_t>(Shape{3}, {4, 0, 4}), Tensor<int>(Shape{3}, {10, 20, 30})),
+              Tensor<int>(Shape{5}, {20, 2, 3, 4, 30})));
+    CHECK(equal(scatter(v, Tensor<index_t>(Shape{3}, {4, 0, 4}),
+                        Tensor<int>(Shape{3}, {10, 20, 30}), false),
+                Tensor<int>(Shape{5}, {20, 2, 3, 4, 40})));
   }
   SECTION("bool tensors scatter with overwrite") {
     const Tensor<bool> b(Shape{3, 2}, false);
-    CHECK(scatter(b, Tensor<index_t>(Shape{2}, {1, 1}),
-                  Tensor<bool>(Shape{2, 2}, {true, false, false, true})) ==
-          Tensor<bool>(Shape{3, 2}, {false, false, false, true, false, false}));
+    CHECK(equal(scatter(b, Tensor<index_t>(Shape{2}, {1, 1}),
+                        Tensor<bool>(Shape{2, 2}, {true, false, false, true})),
+                Tensor<bool>(Shape{3, 2}, {false, false, false, true, false, false})));
   }
 }
 
@@ -347,9 +349,9 @@ TEMPLATE_TEST_CASE("scatter: randomised against the reference loop", "[scatter][
     if (rank >= 2 && trial % 2 == 0) updates = transposed_copy(updates);
     const std::vector<index_t> idx = index.to_vector();
     INFO("trial " << trial << " x " << x_shape << " n " << n);
-    CHECK(scatter(x, index, updates, true) == reference_scatter(x, idx, updates, true));
+    CHECK(equal(scatter(x, index, updates, true), reference_scatter(x, idx, updates, true)));
     if constexpr (!std::is_same_v<T, bool>)
-      CHECK(scatter(x, index, updates, false) == reference_scatter(x, idx, updates, false));
+      CHECK(equal(scatter(x, index, updates, false), reference_scatter(x, idx, updates, false)));
   }
 }
 
@@ -363,14 +365,14 @@ TEMPLATE_TEST_CASE("scatter: wide rows and repeated targets take the chunked row
   const std::vector<index_t> targets{3, 3, 3, 0, 1, 1, 4, 3, 2, 2};
   const Tensor<index_t> index(Shape{10}, targets);
   const Tensor<T> updates = small_values<T>(Shape{10, 70}, rng);
-  CHECK(scatter(x, index, updates) == reference_scatter(x, targets, updates, true));
+  CHECK(equal(scatter(x, index, updates), reference_scatter(x, targets, updates, true)));
   if constexpr (!std::is_same_v<T, bool>) {
-    CHECK(scatter(x, index, updates, false) == reference_scatter(x, targets, updates, false));
+    CHECK(equal(scatter(x, index, updates, false), reference_scatter(x, targets, updates, false)));
     Tensor<T> expected = x.clone();
     for (index_t k = 0; k < 10; ++k)
       for (index_t j = 0; j < 70; ++j)
         expected(targets[k], j) = ref_combine(Reduce::sum, expected(targets[k], j), updates(k, j));
-    CHECK(index_add(x, 0, index, updates) == expected);
+    CHECK(equal(index_add(x, 0, index, updates), expected));
     // scatter_reduce with the index broadcast along each row takes the same row kernel.
     const Tensor<index_t> rows = index.unsqueeze(1).expand({10, 70});
     for (Reduce reduce : {Reduce::sum, Reduce::prod, Reduce::mean, Reduce::amax, Reduce::amin})
@@ -379,8 +381,9 @@ TEMPLATE_TEST_CASE("scatter: wide rows and repeated targets take the chunked row
         const int hi = reduce == Reduce::prod ? 2 : 5;
         const Tensor<T> self = small_values<T>(Shape{5, 70}, rng, -hi, hi);
         const Tensor<T> src = small_values<T>(Shape{10, 70}, rng, -hi, hi);
-        CHECK(scatter_reduce(self, 0, rows, src, reduce, include_self) ==
-              reference_scatter_reduce(self, 0, rows.contiguous(), src, reduce, include_self));
+        CHECK(
+            equal(scatter_reduce(self, 0, rows, src, reduce, include_self),
+                  reference_scatter_reduce(self, 0, rows.contiguous(), src, reduce, include_self)));
       }
   }
 }
@@ -395,28 +398,28 @@ TEST_CASE("scatter_: writes in place, into views, and stages aliased inputs",
     Tensor<float>& result = scatter_(middle, index, updates, false);
     CHECK(&result == &middle);
     CHECK(middle.shares_storage_with(big));
-    CHECK(big == Tensor<float>(Shape{6, 4}, {1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-                                             1, 1, 1, 1, 1, 1, 1, 1, 1, 6, 8, 1}));
+    CHECK(equal(big, Tensor<float>(Shape{6, 4}, {1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                 1, 1, 1, 1, 1, 1, 1, 1, 1, 6, 8, 1})));
   }
   SECTION("updates that alias x are read before x is written") {
     Tensor<int> x(Shape{3, 2}, {1, 2, 3, 4, 5, 6});
     const Tensor<int> expected = scatter(x, Tensor<index_t>(Shape{3}, {1, 2, 0}), x.clone(), true);
     const Tensor<int> same_rows = x;  // shares x's buffer
     scatter_(x, Tensor<index_t>(Shape{3}, {1, 2, 0}), same_rows, true);
-    CHECK(x == expected);
-    CHECK(x == Tensor<int>(Shape{3, 2}, {5, 6, 1, 2, 3, 4}));
+    CHECK(equal(x, expected));
+    CHECK(equal(x, Tensor<int>(Shape{3, 2}, {5, 6, 1, 2, 3, 4})));
   }
   SECTION("an index that aliases an int64 x is read before x is written") {
     Tensor<index_t> x(Shape{3}, {2, 0, 1});
     const Tensor<index_t> index = x;  // the same buffer
     scatter_(x, index, Tensor<index_t>(Shape{3}, {7, 8, 9}));
-    CHECK(x == Tensor<index_t>(Shape{3}, {8, 9, 7}));
+    CHECK(equal(x, Tensor<index_t>(Shape{3}, {8, 9, 7})));
   }
   SECTION("a failed call leaves x unchanged") {
     Tensor<float> x(Shape{3, 2}, 1.f);
     CHECK_THROWS_AS(scatter_(x, Tensor<index_t>(Shape{2}, {0, 3}), Tensor<float>(Shape{2, 2}, 5.f)),
                     IndexError);
-    CHECK(x == Tensor<float>(Shape{3, 2}, 1.f));
+    CHECK(equal(x, Tensor<float>(Shape{3, 2}, 1.f)));
   }
 }
 
@@ -458,14 +461,15 @@ TEST_CASE("scatter: errors", "[scatter][errors]") {
 
 TEST_CASE("scatter_nd_add: Paddle's documented examples", "[scatter_nd_add][golden]") {
   // index [[1], [2], [3], [1]] into a vector: duplicates accumulate.
-  CHECK(scatter_nd_add(Tensor<int>(Shape{6}, {0, 1, 2, 3, 4, 5}),
-                       Tensor<index_t>(Shape{4, 1}, {1, 2, 3, 1}),
-                       Tensor<int>(Shape{4}, {9, 10, 11, 12})) ==
-        Tensor<int>(Shape{6}, {0, 22, 12, 14, 4, 5}));
+  CHECK(equal(scatter_nd_add(Tensor<int>(Shape{6}, {0, 1, 2, 3, 4, 5}),
+                             Tensor<index_t>(Shape{4, 1}, {1, 2, 3, 1}),
+                             Tensor<int>(Shape{4}, {9, 10, 11, 12})),
+              Tensor<int>(Shape{6}, {0, 22, 12, 14, 4, 5})));
   // index [[], []] (Q = 0): every update slice is the whole of x.
-  CHECK(scatter_nd_add(Tensor<int>(Shape{2, 2}, {65, 17, -14, -25}), Tensor<index_t>(Shape{2, 0}),
-                       Tensor<int>(Shape{2, 2, 2}, {-1, -2, 1, 2, 3, 4, -3, -4})) ==
-        Tensor<int>(Shape{2, 2}, {67, 19, -16, -27}));
+  CHECK(equal(
+      scatter_nd_add(Tensor<int>(Shape{2, 2}, {65, 17, -14, -25}), Tensor<index_t>(Shape{2, 0}),
+                     Tensor<int>(Shape{2, 2, 2}, {-1, -2, 1, 2, 3, 4, -3, -4})),
+      Tensor<int>(Shape{2, 2}, {67, 19, -16, -27})));
   // x [3, 5, 9, 10], index [[1, 1], [0, 1], [1, 3]]: updates of shape [3, 9, 10].
   std::mt19937 rng(5);
   const Tensor<float> x = small_values<float>(Shape{3, 5, 9, 10}, rng);
@@ -479,7 +483,7 @@ TEST_CASE("scatter_nd_add: Paddle's documented examples", "[scatter_nd_add][gold
       element_ref(expected, {at[k][0], at[k][1], p[0], p[1]}) +=
           element_at(updates, {k, p[0], p[1]});
     });
-  CHECK(out == expected);
+  CHECK(equal(out, expected));
 }
 
 TEMPLATE_TEST_CASE("scatter_nd_add: randomised against the reference loop",
@@ -520,10 +524,10 @@ TEMPLATE_TEST_CASE("scatter_nd_add: randomised against the reference loop",
         slot = ref_combine(Reduce::sum, slot, element_at(flat_updates, source));
       });
     INFO("trial " << trial << " q " << q << " index " << index_shape);
-    CHECK(scatter_nd_add(x, index, updates) == expected);
+    CHECK(equal(scatter_nd_add(x, index, updates), expected));
     Tensor<T> in_place = x.clone();
     CHECK(&scatter_nd_add_(in_place, index, updates) == &in_place);
-    CHECK(in_place == expected);
+    CHECK(equal(in_place, expected));
   }
 }
 
@@ -562,10 +566,10 @@ void check_scatter_reduce_golden(const GoldenCase& c) {
   const Tensor<index_t> index = c.tensor<index_t>("index");
   const Tensor<T> src = c.tensor<T>("src");
   const Tensor<T> expected = c.tensor<T>("out");
-  CHECK(scatter_reduce(self, dim, index, src, reduce, include_self) == expected);
+  CHECK(equal(scatter_reduce(self, dim, index, src, reduce, include_self), expected));
   Tensor<T> in_place = self.clone();
   scatter_reduce_(in_place, dim, index, src, reduce, include_self);
-  CHECK(in_place == expected);
+  CHECK(equal(in_place, expected));
 }
 
 TEST_CASE("scatter_reduce: torch golden cases", "[scatter_reduce][golden]") {
@@ -590,15 +594,15 @@ TEST_CASE("scatter_reduce: torch's documented examples", "[scatter_reduce][golde
   const Tensor<float> src(Shape{6}, {1, 2, 3, 4, 5, 6});
   const Tensor<index_t> index(Shape{6}, {0, 1, 0, 1, 2, 1});
   const Tensor<float> input(Shape{4}, {1, 2, 3, 4});
-  CHECK(scatter_reduce(input, 0, index, src, Reduce::sum) ==
-        Tensor<float>(Shape{4}, {5, 14, 8, 4}));
-  CHECK(scatter_reduce(input, 0, index, src, Reduce::sum, false) ==
-        Tensor<float>(Shape{4}, {4, 12, 5, 4}));
+  CHECK(equal(scatter_reduce(input, 0, index, src, Reduce::sum),
+              Tensor<float>(Shape{4}, {5, 14, 8, 4})));
+  CHECK(equal(scatter_reduce(input, 0, index, src, Reduce::sum, false),
+              Tensor<float>(Shape{4}, {4, 12, 5, 4})));
   const Tensor<float> input2(Shape{4}, {5, 4, 3, 2});
-  CHECK(scatter_reduce(input2, 0, index, src, Reduce::amax) ==
-        Tensor<float>(Shape{4}, {5, 6, 5, 2}));
-  CHECK(scatter_reduce(input2, 0, index, src, Reduce::amax, false) ==
-        Tensor<float>(Shape{4}, {3, 6, 5, 2}));
+  CHECK(equal(scatter_reduce(input2, 0, index, src, Reduce::amax),
+              Tensor<float>(Shape{4}, {5, 6, 5, 2})));
+  CHECK(equal(scatter_reduce(input2, 0, index, src, Reduce::amax, false),
+              Tensor<float>(Shape{4}, {3, 6, 5, 2})));
 }
 
 TEST_CASE("scatter_reduce: integer mean floors, counts include self, sums wrap",
@@ -607,21 +611,23 @@ TEST_CASE("scatter_reduce: integer mean floors, counts include self, sums wrap",
   const Tensor<index_t> index(Shape{3}, {0, 0, 1});
   const Tensor<std::int64_t> src(Shape{3}, {-4, -4, -6});
   // (1 - 4 - 4) / 3 = -7/3 floors to -3; (2 - 6) / 2 = -2; slot 2 is never hit.
-  CHECK(scatter_reduce(self, 0, index, src, Reduce::mean) ==
-        Tensor<std::int64_t>(Shape{3}, {-3, -2, 3}));
-  CHECK(scatter_reduce(self, 0, index, src, Reduce::mean, false) ==
-        Tensor<std::int64_t>(Shape{3}, {-4, -6, 3}));
+  CHECK(equal(scatter_reduce(self, 0, index, src, Reduce::mean),
+              Tensor<std::int64_t>(Shape{3}, {-3, -2, 3})));
+  CHECK(equal(scatter_reduce(self, 0, index, src, Reduce::mean, false),
+              Tensor<std::int64_t>(Shape{3}, {-4, -6, 3})));
   // float mean counts self: (1 + 2 + 4) / 3.
-  CHECK(scatter_reduce(Tensor<float>(Shape{2}, {1, 5}), 0, Tensor<index_t>(Shape{2}, {0, 0}),
-                       Tensor<float>(Shape{2}, {2, 4}),
-                       Reduce::mean) == Tensor<float>(Shape{2}, {7.f / 3.f, 5}));
+  CHECK(equal(scatter_reduce(Tensor<float>(Shape{2}, {1, 5}), 0, Tensor<index_t>(Shape{2}, {0, 0}),
+                             Tensor<float>(Shape{2}, {2, 4}), Reduce::mean),
+              Tensor<float>(Shape{2}, {7.f / 3.f, 5})));
   // int8 sums and products wrap as in torch: 127 + 127 = -2.
   const Tensor<std::int8_t> small(Shape{2}, {127, 4});
-  CHECK(scatter_reduce(small, 0, Tensor<index_t>(Shape{1}, 0), Tensor<std::int8_t>(Shape{1}, 127),
-                       Reduce::sum) == Tensor<std::int8_t>(Shape{2}, {-2, 4}));
-  CHECK(scatter_reduce(Tensor<std::uint16_t>(Shape{1}, 65535), 0, Tensor<index_t>(Shape{1}, 0),
-                       Tensor<std::uint16_t>(Shape{1}, 65535),
-                       Reduce::prod) == Tensor<std::uint16_t>(Shape{1}, 1));
+  CHECK(equal(scatter_reduce(small, 0, Tensor<index_t>(Shape{1}, 0),
+                             Tensor<std::int8_t>(Shape{1}, 127), Reduce::sum),
+              Tensor<std::int8_t>(Shape{2}, {-2, 4})));
+  CHECK(
+      equal(scatter_reduce(Tensor<std::uint16_t>(Shape{1}, 65535), 0, Tensor<index_t>(Shape{1}, 0),
+                           Tensor<std::uint16_t>(Shape{1}, 65535), Reduce::prod),
+            Tensor<std::uint16_t>(Shape{1}, 1)));
 }
 
 TEMPLATE_TEST_CASE("scatter_reduce: NaN propagates through amax and amin", "[scatter_reduce]",
@@ -671,12 +677,12 @@ TEMPLATE_TEST_CASE("scatter_reduce: randomised against the reference loop",
                       << include_self);
         const Tensor<T> expected =
             reference_scatter_reduce(self, dim, index, src, reduce, include_self);
-        CHECK(scatter_reduce(self, dim, index, src, reduce, include_self) == expected);
+        CHECK(equal(scatter_reduce(self, dim, index, src, reduce, include_self), expected));
         // In place into a non-contiguous view holding the same values.
         if (rank >= 2) {
           Tensor<T> view = transposed_copy(self);
           scatter_reduce_(view, dim, index, transposed_copy(src), reduce, include_self);
-          CHECK(view == expected);
+          CHECK(equal(view, expected));
         }
       }
   }
@@ -725,11 +731,11 @@ TEMPLATE_TEST_CASE("scatter_reduce: mean against plain loops, for every index fo
                      << tbatch::detail::listed(index.strides()) << " src " << src_shape
                      << " include_self " << include_self);
         const Tensor<T> expected = reference_scatter_mean(self, dim, index, src, include_self);
-        CHECK(scatter_reduce(self, dim, index, src, Reduce::mean, include_self) == expected);
+        CHECK(equal(scatter_reduce(self, dim, index, src, Reduce::mean, include_self), expected));
         if (rank >= 2) {
           Tensor<T> view = transposed_copy(self);
           scatter_reduce_(view, dim, index, src, Reduce::mean, include_self);
-          CHECK(view == expected);
+          CHECK(equal(view, expected));
         }
       }
     }
@@ -767,23 +773,27 @@ TEMPLATE_TEST_CASE("scatter_reduce: mean over selves larger than one block of co
     for (bool include_self : {true, false}) {
       INFO("self " << c.self << " dim " << c.dim << " (" << c.blocks << ") include_self "
                    << include_self);
-      CHECK(scatter_reduce(self, c.dim, index, src, Reduce::mean, include_self) ==
-            reference_scatter_mean(self, c.dim, index, src, include_self));
+      CHECK(equal(scatter_reduce(self, c.dim, index, src, Reduce::mean, include_self),
+                  reference_scatter_mean(self, c.dim, index, src, include_self)));
     }
   }
 }
 
 TEST_CASE("scatter_reduce: 0-d tensors behave as one-element vectors", "[scatter_reduce]") {
   const Tensor<float> self(Shape{}, 2.f);
-  CHECK(scatter_reduce(self, 0, Tensor<index_t>(Shape{}, 0), Tensor<float>(Shape{}, 5.f),
-                       Reduce::sum) == Tensor<float>(Shape{}, 7.f));
-  CHECK(scatter_reduce(self, -1, Tensor<index_t>(Shape{1}, 0), Tensor<float>(Shape{1}, 5.f),
-                       Reduce::prod, false) == Tensor<float>(Shape{}, 5.f));
+  CHECK(equal(scatter_reduce(self, 0, Tensor<index_t>(Shape{}, 0), Tensor<float>(Shape{}, 5.f),
+                             Reduce::sum),
+              Tensor<float>(Shape{}, 7.f)));
+  CHECK(equal(scatter_reduce(self, -1, Tensor<index_t>(Shape{1}, 0), Tensor<float>(Shape{1}, 5.f),
+                             Reduce::prod, false),
+              Tensor<float>(Shape{}, 5.f)));
   const Tensor<float> vector(Shape{2}, {1, 2});
-  CHECK(scatter_reduce(vector, 0, Tensor<index_t>(Shape{}, 1), Tensor<float>(Shape{}, 3.f),
-                       Reduce::amax) == Tensor<float>(Shape{2}, {1, 3}));
-  CHECK(scatter_reduce(vector, 0, Tensor<index_t>(Shape{0}), Tensor<float>(Shape{0}), Reduce::mean,
-                       false) == vector);
+  CHECK(equal(scatter_reduce(vector, 0, Tensor<index_t>(Shape{}, 1), Tensor<float>(Shape{}, 3.f),
+                             Reduce::amax),
+              Tensor<float>(Shape{2}, {1, 3})));
+  CHECK(equal(scatter_reduce(vector, 0, Tensor<index_t>(Shape{0}), Tensor<float>(Shape{0}),
+                             Reduce::mean, false),
+              vector));
 }
 
 TEST_CASE("scatter_reduce_: in place, aliasing, unchanged on error", "[scatter_reduce][inplace]") {
@@ -792,13 +802,13 @@ TEST_CASE("scatter_reduce_: in place, aliasing, unchanged on error", "[scatter_r
   const Tensor<float> expected = scatter_reduce(self, 0, index, self.clone(), Reduce::sum);
   Tensor<float>& result = scatter_reduce_(self, 0, index, self, Reduce::sum);  // src aliases self
   CHECK(&result == &self);
-  CHECK(self == expected);
-  CHECK(self == Tensor<float>(Shape{2, 3}, {1, 4, 3, 5, 5, 9}));
+  CHECK(equal(self, expected));
+  CHECK(equal(self, Tensor<float>(Shape{2, 3}, {1, 4, 3, 5, 5, 9})));
   const Tensor<float> before = self.clone();
   CHECK_THROWS_AS(
       scatter_reduce_(self, 0, Tensor<index_t>(Shape{1, 2}, {0, 2}), before, Reduce::sum),
       IndexError);
-  CHECK(self == before);
+  CHECK(equal(self, before));
 }
 
 TEST_CASE("scatter_reduce: errors", "[scatter_reduce][errors]") {
@@ -845,10 +855,10 @@ void check_index_add_golden(const GoldenCase& c) {
   const Tensor<index_t> index = c.tensor<index_t>("index");
   const Tensor<T> source = c.tensor<T>("source");
   const Tensor<T> expected = c.tensor<T>("out");
-  CHECK(index_add(self, dim, index, source, alpha) == expected);
+  CHECK(equal(index_add(self, dim, index, source, alpha), expected));
   Tensor<T> in_place = self.clone();
   CHECK(&index_add_(in_place, dim, index, source, alpha) == &in_place);
-  CHECK(in_place == expected);
+  CHECK(equal(in_place, expected));
 }
 
 TEST_CASE("index_add: torch golden cases", "[index_add][golden]") {
@@ -886,7 +896,7 @@ TEMPLATE_TEST_CASE("index_add: randomised against the reference loop", "[index_a
           ref_combine(Reduce::sum, slot, ref_combine(Reduce::prod, alpha, element_at(source, p)));
     });
     INFO("trial " << trial << " self " << self_shape << " dim " << d << " n " << n);
-    CHECK(index_add(self, d, index, source, alpha) == expected);
+    CHECK(equal(index_add(self, d, index, source, alpha), expected));
   }
 }
 
@@ -995,7 +1005,7 @@ void check_elements(const std::vector<Tensor<T>>& got, const std::vector<Tensor<
   REQUIRE(got.size() == expected.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
     INFO("element " << i);
-    CHECK(got[i] == expected[i]);
+    CHECK(equal(got[i], expected[i]));
   }
 }
 
@@ -1051,7 +1061,7 @@ TEST_CASE("scatter on batches: exact batches and strided data", "[scatter][batch
   const ExactBatch<int> out =
       scatter(exact, Tensor<index_t>(Shape{3}, {1, 0, 1}), Tensor<index_t>(Shape{3}, {2, 0, 2}),
               Tensor<int>(Shape{3, 2}, {20, 21, 22, 23, 24, 25}), false);
-  CHECK(out.data() == Tensor<int>(Shape{2, 3, 2}, {22, 23, 2, 3, 4, 5, 6, 7, 8, 9, 44, 46}));
+  CHECK(equal(out.data(), Tensor<int>(Shape{2, 3, 2}, {22, 23, 2, 3, 4, 5, 6, 7, 8, 9, 44, 46})));
   // A padded batch whose data is a transposed view: rows are not contiguous.
   Tensor<float> storage(Shape{3, 2, 4}, 0.f);  // (last, batch, rows)
   const PaddedBatch<float> padded(storage.permute({1, 2, 0}), Tensor<index_t>(Shape{2, 1}, {2, 4}));
@@ -1124,5 +1134,5 @@ TEST_CASE("scatter on batches: errors name the element, local index and size",
   PaddedBatch<float> target = padded;
   TBATCH_CHECK_THROWS_WITH(scatter_(target, elements, Tensor<index_t>(Shape{2}, {0, 5}), updates),
                            IndexError, "scatter_: local_index[1] = 5");
-  CHECK(target.data() == padded.data());
+  CHECK(equal(target.data(), padded.data()));
 }

@@ -215,7 +215,7 @@ TEST_CASE("segment_reduce: torch golden cases", "[segment_reduce][golden]") {
     REQUIRE(reduce_name(reduce) == c.word("reduce"));
     const Tensor<float> values = c.tensor<float>("values");
     const Tensor<index_t> first_idx = c.tensor<index_t>("first_idx");
-    CHECK(segment_reduce(values, first_idx, reduce) == c.tensor<float>("out"));
+    CHECK(equal(segment_reduce(values, first_idx, reduce), c.tensor<float>("out")));
   }
 }
 
@@ -223,28 +223,31 @@ TEST_CASE("segment_reduce: a small worked example", "[segment_reduce]") {
   // Segments: rows 0-1, none, rows 2-4.
   const Tensor<float> values(Shape{5, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
   const Tensor<index_t> first_idx(Shape{4}, {0, 2, 2, 5});
-  CHECK(segment_reduce(values, first_idx, Reduce::sum) ==
-        Tensor<float>(Shape{3, 2}, {4, 6, 0, 0, 21, 24}));
-  CHECK(segment_reduce(values, first_idx, Reduce::mean) ==
-        Tensor<float>(Shape{3, 2}, {2, 3, 0, 0, 7, 8}));
-  CHECK(segment_reduce(values, first_idx, Reduce::prod) ==
-        Tensor<float>(Shape{3, 2}, {3, 8, 0, 0, 315, 480}));
-  CHECK(segment_reduce(values, first_idx, Reduce::amax) ==
-        Tensor<float>(Shape{3, 2}, {3, 4, 0, 0, 9, 10}));
-  CHECK(segment_reduce(values, first_idx, Reduce::amin) ==
-        Tensor<float>(Shape{3, 2}, {1, 2, 0, 0, 5, 6}));
-  CHECK(segment_argmax(values, first_idx) == Tensor<index_t>(Shape{3, 2}, {1, 1, -1, -1, 4, 4}));
-  CHECK(segment_argmin(values, first_idx) == Tensor<index_t>(Shape{3, 2}, {0, 0, -1, -1, 2, 2}));
+  CHECK(equal(segment_reduce(values, first_idx, Reduce::sum),
+              Tensor<float>(Shape{3, 2}, {4, 6, 0, 0, 21, 24})));
+  CHECK(equal(segment_reduce(values, first_idx, Reduce::mean),
+              Tensor<float>(Shape{3, 2}, {2, 3, 0, 0, 7, 8})));
+  CHECK(equal(segment_reduce(values, first_idx, Reduce::prod),
+              Tensor<float>(Shape{3, 2}, {3, 8, 0, 0, 315, 480})));
+  CHECK(equal(segment_reduce(values, first_idx, Reduce::amax),
+              Tensor<float>(Shape{3, 2}, {3, 4, 0, 0, 9, 10})));
+  CHECK(equal(segment_reduce(values, first_idx, Reduce::amin),
+              Tensor<float>(Shape{3, 2}, {1, 2, 0, 0, 5, 6})));
+  CHECK(
+      equal(segment_argmax(values, first_idx), Tensor<index_t>(Shape{3, 2}, {1, 1, -1, -1, 4, 4})));
+  CHECK(
+      equal(segment_argmin(values, first_idx), Tensor<index_t>(Shape{3, 2}, {0, 0, -1, -1, 2, 2})));
 }
 
 TEST_CASE("segment_reduce: integer means floor, sums wrap", "[segment_reduce]") {
   const Tensor<std::int32_t> values(Shape{5}, {-3, -4, 7, 1, 1});
   const Tensor<index_t> first_idx(Shape{3}, {0, 2, 5});
   // (-3 - 4) / 2 = -3.5 floors to -4; 9 / 3 = 3.
-  CHECK(segment_reduce(values, first_idx, Reduce::mean) == Tensor<std::int32_t>(Shape{2}, {-4, 3}));
+  CHECK(equal(segment_reduce(values, first_idx, Reduce::mean),
+              Tensor<std::int32_t>(Shape{2}, {-4, 3})));
   const Tensor<std::uint8_t> bytes(Shape{3}, {200, 100, 7});
-  CHECK(segment_reduce(bytes, Tensor<index_t>(Shape{2}, {0, 3}), Reduce::sum) ==
-        Tensor<std::uint8_t>(Shape{1}, 51));  // 307 mod 256
+  CHECK(equal(segment_reduce(bytes, Tensor<index_t>(Shape{2}, {0, 3}), Reduce::sum),
+              Tensor<std::uint8_t>(Shape{1}, 51)));  // 307 mod 256
 }
 
 TEMPLATE_TEST_CASE("segment_reduce: NaN propagates and argmax picks the first NaN",
@@ -255,8 +258,8 @@ TEMPLATE_TEST_CASE("segment_reduce: NaN propagates and argmax picks the first Na
   const Tensor<index_t> first_idx(Shape{2}, {0, 4});
   for (Reduce reduce : {Reduce::amax, Reduce::amin, Reduce::sum})
     CHECK(std::isnan(static_cast<float>(segment_reduce(values, first_idx, reduce).to_vector()[0])));
-  CHECK(segment_argmax(values, first_idx) == Tensor<index_t>(Shape{1}, 1));
-  CHECK(segment_argmin(values, first_idx) == Tensor<index_t>(Shape{1}, 1));
+  CHECK(equal(segment_argmax(values, first_idx), Tensor<index_t>(Shape{1}, 1)));
+  CHECK(equal(segment_argmin(values, first_idx), Tensor<index_t>(Shape{1}, 1)));
 }
 
 TEMPLATE_TEST_CASE("segment_reduce: randomised against the reference loop",
@@ -277,19 +280,19 @@ TEMPLATE_TEST_CASE("segment_reduce: randomised against the reference loop",
       const Tensor<T> values = small_values<T>(shape, rng, reduce == Reduce::prod ? 2 : 4);
       INFO("trial " << trial << " shape " << shape << " lengths " << first_idx << " " << reduce);
       const Tensor<T> expected = reference_segment_reduce(values, first_idx, reduce);
-      CHECK(segment_reduce(values, first_idx, reduce) == expected);
+      CHECK(equal(segment_reduce(values, first_idx, reduce), expected));
       if (values.dim() >= 2)
-        CHECK(segment_reduce(reversed_layout_copy(values), first_idx, reduce) == expected);
+        CHECK(equal(segment_reduce(reversed_layout_copy(values), first_idx, reduce), expected));
     }
     const Tensor<T> values = small_values<T>(shape, rng, 1);  // many ties
     INFO("trial " << trial << " shape " << shape << " lengths " << first_idx);
-    CHECK(segment_argmax(values, first_idx) == reference_arg(values, first_idx, true));
-    CHECK(segment_argmin(values, first_idx) == reference_arg(values, first_idx, false));
+    CHECK(equal(segment_argmax(values, first_idx), reference_arg(values, first_idx, true)));
+    CHECK(equal(segment_argmin(values, first_idx), reference_arg(values, first_idx, false)));
     if (values.dim() >= 2) {  // rows that are not one dense run take the engine's walk
-      CHECK(segment_argmax(reversed_layout_copy(values), first_idx) ==
-            reference_arg(values, first_idx, true));
-      CHECK(segment_argmin(reversed_layout_copy(values), first_idx) ==
-            reference_arg(values, first_idx, false));
+      CHECK(equal(segment_argmax(reversed_layout_copy(values), first_idx),
+                  reference_arg(values, first_idx, true)));
+      CHECK(equal(segment_argmin(reversed_layout_copy(values), first_idx),
+                  reference_arg(values, first_idx, false)));
     }
   }
 }
@@ -306,17 +309,17 @@ TEMPLATE_TEST_CASE("segment_reduce: packed batches, one row per element", "[segm
     INFO(reduce);
     const Tensor<T> out = segment_reduce(packed, reduce);
     REQUIRE(out.shape() == Shape{5, 2});
-    CHECK(out == reference_segment_reduce(packed.data(), packed.first_idx(), reduce));
-    CHECK(out.select(0, 1) == Tensor<T>(Shape{2}));  // the empty element gives 0
+    CHECK(equal(out, reference_segment_reduce(packed.data(), packed.first_idx(), reduce)));
+    CHECK(equal(out.select(0, 1), Tensor<T>(Shape{2})));  // the empty element gives 0
   }
-  CHECK(segment_argmax(packed) == reference_arg(packed.data(), packed.first_idx(), true));
-  CHECK(segment_argmin(packed) == reference_arg(packed.data(), packed.first_idx(), false));
-  CHECK(segment_argmax(packed).select(0, 4) == Tensor<index_t>(Shape{2}, index_t(-1)));
+  CHECK(equal(segment_argmax(packed), reference_arg(packed.data(), packed.first_idx(), true)));
+  CHECK(equal(segment_argmin(packed), reference_arg(packed.data(), packed.first_idx(), false)));
+  CHECK(equal(segment_argmax(packed).select(0, 4), Tensor<index_t>(Shape{2}, index_t(-1))));
   // Elements of rank 3 reduce over all their rows.
   const PackedBatch<T> cubes = list_to_packed(std::vector<Tensor<T>>{
       small_values<T>(Shape{2, 3, 2}, rng), small_values<T>(Shape{1, 1, 2}, rng)});
-  CHECK(segment_reduce(cubes, Reduce::sum) ==
-        reference_segment_reduce(cubes.data(), cubes.first_idx(), Reduce::sum));
+  CHECK(equal(segment_reduce(cubes, Reduce::sum),
+              reference_segment_reduce(cubes.data(), cubes.first_idx(), Reduce::sum)));
 }
 
 TEMPLATE_TEST_CASE("segment_reduce: wide rows take the chunked kernels", "[segment_reduce][random]",
@@ -328,12 +331,12 @@ TEMPLATE_TEST_CASE("segment_reduce: wide rows take the chunked kernels", "[segme
   for (Reduce reduce : all_reduces) {
     INFO(reduce);
     const Tensor<T> values = small_values<T>(Shape{12, 70}, rng, reduce == Reduce::prod ? 2 : 4);
-    CHECK(segment_reduce(values, first_idx, reduce) ==
-          reference_segment_reduce(values, first_idx, reduce));
+    CHECK(equal(segment_reduce(values, first_idx, reduce),
+                reference_segment_reduce(values, first_idx, reduce)));
   }
   const Tensor<T> ties = small_values<T>(Shape{12, 70}, rng, 1);
-  CHECK(segment_argmax(ties, first_idx) == reference_arg(ties, first_idx, true));
-  CHECK(segment_argmin(ties, first_idx) == reference_arg(ties, first_idx, false));
+  CHECK(equal(segment_argmax(ties, first_idx), reference_arg(ties, first_idx, true)));
+  CHECK(equal(segment_argmin(ties, first_idx), reference_arg(ties, first_idx, false)));
   if constexpr (!std::is_integral_v<T>) {  // NaN in a chunk: propagates, and its row is the arg
     Tensor<T> with_nan = ties.clone();
     with_nan(4, 20) = std::numeric_limits<T>::quiet_NaN();
@@ -346,8 +349,8 @@ TEMPLATE_TEST_CASE("segment_reduce: wide rows take the chunked kernels", "[segme
     CHECK(std::isnan(static_cast<float>(amin(3, 69))));
     CHECK(static_cast<float>(amax(2, 20)) == static_cast<float>(ties(3, 20)));  // one row
     CHECK(segment_argmax(with_nan, first_idx)(3, 20) == 4);
-    CHECK(segment_argmax(with_nan, first_idx) == reference_arg(with_nan, first_idx, true));
-    CHECK(segment_argmin(with_nan, first_idx) == reference_arg(with_nan, first_idx, false));
+    CHECK(equal(segment_argmax(with_nan, first_idx), reference_arg(with_nan, first_idx, true)));
+    CHECK(equal(segment_argmin(with_nan, first_idx), reference_arg(with_nan, first_idx, false)));
     CHECK(segment_argmax(with_nan, first_idx)(3, 69) == 7);
   }
 }
@@ -372,14 +375,14 @@ TEMPLATE_TEST_CASE("segment_reduce: strided values against the reference loop",
       for (const Tensor<T>& values : layouts) {
         INFO("trial " << trial << " shape " << values.shape() << " lengths " << first_idx << " "
                       << reduce);
-        CHECK(segment_reduce(values, first_idx, reduce) ==
-              reference_segment_reduce(values, first_idx, reduce));
+        CHECK(equal(segment_reduce(values, first_idx, reduce),
+                    reference_segment_reduce(values, first_idx, reduce)));
       }
     }
     const Tensor<T> ties = small_values<T>(Shape{rows, 2, 3, 40}, rng, 1).slice(3, 0, 40, 3);
     INFO("trial " << trial << " lengths " << first_idx);
-    CHECK(segment_argmax(ties, first_idx) == reference_arg(ties, first_idx, true));
-    CHECK(segment_argmin(ties, first_idx) == reference_arg(ties, first_idx, false));
+    CHECK(equal(segment_argmax(ties, first_idx), reference_arg(ties, first_idx, true)));
+    CHECK(equal(segment_argmin(ties, first_idx), reference_arg(ties, first_idx, false)));
   }
 }
 
@@ -390,20 +393,20 @@ TEST_CASE("segment_reduce: segments across row blocks and no segments", "[segmen
   const Tensor<double> values = small_values<double>(Shape{4201, 3}, rng);
   for (Reduce reduce : all_reduces) {
     INFO(reduce);
-    CHECK(segment_reduce(values, first_idx, reduce) ==
-          reference_segment_reduce(values, first_idx, reduce));
+    CHECK(equal(segment_reduce(values, first_idx, reduce),
+                reference_segment_reduce(values, first_idx, reduce)));
   }
-  CHECK(segment_argmax(values, first_idx) == reference_arg(values, first_idx, true));
+  CHECK(equal(segment_argmax(values, first_idx), reference_arg(values, first_idx, true)));
   // The same values laid out column-major take the engine's walk in blocks of rows.
   const Tensor<double> columns = reversed_layout_copy(values);
   for (Reduce reduce : all_reduces) {
     INFO(reduce << " on column-major values");
-    CHECK(segment_reduce(columns, first_idx, reduce) ==
-          reference_segment_reduce(values, first_idx, reduce));
+    CHECK(equal(segment_reduce(columns, first_idx, reduce),
+                reference_segment_reduce(values, first_idx, reduce)));
   }
   const Tensor<double> cube =
       reversed_layout_copy(values.reshape({4201, 3, 1}).expand({4201, 3, 2}));
-  CHECK(segment_argmin(cube, first_idx) == reference_arg(cube, first_idx, false));
+  CHECK(equal(segment_argmin(cube, first_idx), reference_arg(cube, first_idx, false)));
   // B = 0: first_idx = [0] and no rows.
   CHECK(
       segment_reduce(Tensor<float>(Shape{0, 4}), Tensor<index_t>(Shape{1}), Reduce::amax).shape() ==

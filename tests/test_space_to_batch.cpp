@@ -262,35 +262,35 @@ TEMPLATE_TEST_CASE("space_to_batch_nd reproduces TensorFlow's four examples", "[
   SECTION("(1) [1, 2, 2, 1], block [2, 2]") {
     const Tensor<T> x = tensor_of<T>(Shape{1, 2, 2, 1}, {1, 2, 3, 4});
     const Tensor<T> y = tensor_of<T>(Shape{4, 1, 1, 1}, {1, 2, 3, 4});
-    CHECK(space_to_batch_nd(x, {2, 2}, {{0, 0}, {0, 0}}) == y);
-    CHECK(batch_to_space_nd(y, {2, 2}, {{0, 0}, {0, 0}}) == x);
+    CHECK(equal(space_to_batch_nd(x, {2, 2}, {{0, 0}, {0, 0}}), y));
+    CHECK(equal(batch_to_space_nd(y, {2, 2}, {{0, 0}, {0, 0}}), x));
   }
   SECTION("(2) [1, 2, 2, 3], block [2, 2]") {
     const Tensor<T> x = tensor_of<T>(Shape{1, 2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
     const Tensor<T> y = tensor_of<T>(Shape{4, 1, 1, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
-    CHECK(space_to_batch_nd(x, {2, 2}, {{0, 0}, {0, 0}}) == y);
-    CHECK(batch_to_space_nd(y, {2, 2}, {{0, 0}, {0, 0}}) == x);
+    CHECK(equal(space_to_batch_nd(x, {2, 2}, {{0, 0}, {0, 0}}), y));
+    CHECK(equal(batch_to_space_nd(y, {2, 2}, {{0, 0}, {0, 0}}), x));
   }
   SECTION("(3) [1, 4, 4, 1], block [2, 2]") {
     const Tensor<T> x =
         tensor_of<T>(Shape{1, 4, 4, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
     const Tensor<T> y =
         tensor_of<T>(Shape{4, 2, 2, 1}, {1, 3, 9, 11, 2, 4, 10, 12, 5, 7, 13, 15, 6, 8, 14, 16});
-    CHECK(space_to_batch_nd(x, {2, 2}, {{0, 0}, {0, 0}}) == y);
-    CHECK(batch_to_space_nd(y, {2, 2}, {{0, 0}, {0, 0}}) == x);
+    CHECK(equal(space_to_batch_nd(x, {2, 2}, {{0, 0}, {0, 0}}), y));
+    CHECK(equal(batch_to_space_nd(y, {2, 2}, {{0, 0}, {0, 0}}), x));
   }
   SECTION("(4) [2, 2, 4, 1], block [2, 2], paddings [[0, 0], [2, 0]]") {
     const Tensor<T> x =
         tensor_of<T>(Shape{2, 2, 4, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
     const Tensor<T> y = tensor_of<T>(Shape{8, 1, 3, 1}, {0, 1, 3, 0, 9,  11, 0, 2, 4, 0, 10, 12,
                                                          0, 5, 7, 0, 13, 15, 0, 6, 8, 0, 14, 16});
-    CHECK(space_to_batch_nd(x, {2, 2}, {{0, 0}, {2, 0}}) == y);
-    CHECK(batch_to_space_nd(y, {2, 2}, {{0, 0}, {2, 0}}) == x);
+    CHECK(equal(space_to_batch_nd(x, {2, 2}, {{0, 0}, {2, 0}}), y));
+    CHECK(equal(batch_to_space_nd(y, {2, 2}, {{0, 0}, {2, 0}}), x));
     // The pad-value overload puts the value where the zeros were.
     const Tensor<T> z = space_to_batch_nd(x, {2, 2}, {{0, 0}, {2, 0}}, value_of<T>(7));
     for (index_t n = 0; n < 8; ++n)
       CHECK(detail::widen(z(n, 0, 0, 0)) == detail::widen(value_of<T>(7)));
-    CHECK(z.narrow(2, 1, 2) == y.narrow(2, 1, 2));
+    CHECK(equal(z.narrow(2, 1, 2), y.narrow(2, 1, 2)));
   }
 }
 
@@ -317,12 +317,12 @@ TEMPLATE_TEST_CASE("space_to_batch_nd and batch_to_space_nd match numpy's golden
     const Tensor<T> want(Shape(f.at("output_shape")), expected);
     if (c.op == "space_to_batch_nd") {
       const T pad_value = static_cast<T>(f.at("pad_value").at(0));
-      CHECK(space_to_batch_nd(x, block, pairs, pad_value) == want);
+      CHECK(equal(space_to_batch_nd(x, block, pairs, pad_value), want));
       CHECK(space_to_batch_nd_shape(input_shape, block, pairs) == want.shape());
-      CHECK(batch_to_space_nd(want, block, pairs) == x);
+      CHECK(equal(batch_to_space_nd(want, block, pairs), x));
     } else {
       REQUIRE(c.op == "batch_to_space_nd");
-      CHECK(batch_to_space_nd(x, block, pairs) == want);
+      CHECK(equal(batch_to_space_nd(x, block, pairs), want));
       CHECK(batch_to_space_nd_shape(input_shape, block, pairs) == want.shape());
     }
   }
@@ -359,11 +359,11 @@ TEMPLATE_TEST_CASE("space_to_batch_nd matches the index formula and TF's literal
 
     const Tensor<T> y = space_to_batch_nd(x, block, pads, pad_value);
     const Tensor<T> want = reference_space_to_batch(x, block, pads, pad_value);
-    REQUIRE(y == want);
-    CHECK(literal_space_to_batch(x, block, pads, pad_value) == want);
+    REQUIRE(equal(y, want));
+    CHECK(equal(literal_space_to_batch(x, block, pads, pad_value), want));
     CHECK(space_to_batch_nd_shape(x.shape(), block, pads) == y.shape());
     // The round trip restores x exactly.
-    CHECK(batch_to_space_nd(y, block, pads) == x);
+    CHECK(equal(batch_to_space_nd(y, block, pads), x));
 
     // Into a strided, sentinel-filled destination: every cell is written (copied or padded).
     Tensor<T> buffer(Shape(y.shape()), value_of<T>(55));
@@ -375,7 +375,7 @@ TEMPLATE_TEST_CASE("space_to_batch_nd matches the index formula and TF's literal
       out = buffer.transpose(0, 1);
     }
     space_to_batch_nd_into(x.view(), block, pads, out.view(), pad_value);
-    CHECK(out == want);
+    CHECK(equal(out, want));
   }
 }
 
@@ -409,13 +409,13 @@ TEMPLATE_TEST_CASE("batch_to_space_nd matches the index formula and TF's literal
 
     const Tensor<T> y = batch_to_space_nd(x, block, crops);
     const Tensor<T> want = reference_batch_to_space(x, block, crops);
-    REQUIRE(y == want);
-    CHECK(literal_batch_to_space(x, block, crops) == want);
+    REQUIRE(equal(y, want));
+    CHECK(equal(literal_batch_to_space(x, block, crops), want));
     CHECK(batch_to_space_nd_shape(x.shape(), block, crops) == y.shape());
 
     Tensor<T> out(Shape(y.shape()), value_of<T>(55));
     batch_to_space_nd_into(x.view(), block, crops, out.view());
-    CHECK(out == want);
+    CHECK(equal(out, want));
   }
 }
 
@@ -427,12 +427,12 @@ TEST_CASE("space_to_batch_nd copies large boxes slab by slab", "[space_to_batch]
   for (const Pairs& pads : {Pairs{{0, 0}, {0, 0}}, Pairs{{1, 1}, {3, 1}}}) {
     const Tensor<float> want = reference_space_to_batch(x, {2, 2}, pads, -1.0f);
     const Tensor<float> y = space_to_batch_nd(x, {2, 2}, pads, -1.0f);
-    CHECK(y == want);
-    CHECK(batch_to_space_nd(y, {2, 2}, pads) == x);
+    CHECK(equal(y, want));
+    CHECK(equal(batch_to_space_nd(y, {2, 2}, pads), x));
   }
   const Tensor<std::int16_t> z = random_tensor<std::int16_t>(Shape{3, 9, 5000}, rng);
-  CHECK(space_to_batch_nd(z, {3}, {{2, 1}}, std::int16_t(7)) ==
-        reference_space_to_batch(z, {3}, {{2, 1}}, std::int16_t(7)));
+  CHECK(equal(space_to_batch_nd(z, {3}, {{2, 1}}, std::int16_t(7)),
+              reference_space_to_batch(z, {3}, {{2, 1}}, std::int16_t(7))));
 }
 
 TEST_CASE("space_to_batch_nd_into writes slab by slab into any strided output",
@@ -446,7 +446,7 @@ TEST_CASE("space_to_batch_nd_into writes slab by slab into any strided output",
     Tensor<float> storage(Shape{shape[3], shape[1], shape[2], shape[0]}, -3.0f);
     Tensor<float> out = storage.permute({3, 1, 2, 0});
     space_to_batch_nd_into(x.view(), {2, 2}, pads, out.view(), 4.0f);
-    CHECK(out == reference_space_to_batch(x, {2, 2}, pads, 4.0f));
+    CHECK(equal(out, reference_space_to_batch(x, {2, 2}, pads, 4.0f)));
   }
 }
 
@@ -463,9 +463,9 @@ TEMPLATE_TEST_CASE("batch_to_space_nd on a PaddedBatch with three spatial dims",
   const PaddedBatch<T> blocked = space_to_batch_nd(padded, block, {{0, 0}, {0, 0}, {0, 0}});
   REQUIRE(blocked.batch_size() == 3 * 12);
   const PaddedBatch<T> back = batch_to_space_nd(blocked, block, {{0, 0}, {0, 0}, {0, 0}});
-  CHECK(back.shape_per_tensor() == padded.shape_per_tensor());
+  CHECK(equal(back.shape_per_tensor(), padded.shape_per_tensor()));
   for (index_t i = 0; i < 3; ++i)
-    CHECK(back.element(i) == list[i]);
+    CHECK(equal(back.element(i), list[i]));
   const PaddedBatch<T> cropped = batch_to_space_nd(blocked, block, {{1, 0}, {0, 2}, {2, 1}});
   for (index_t i = 0; i < 3; ++i) {
     INFO("element " << i);
@@ -475,7 +475,7 @@ TEMPLATE_TEST_CASE("batch_to_space_nd on a PaddedBatch with three spatial dims",
             .slice(1, 0, std::min<index_t>(4, list[i].size(1)))
             .slice(2, std::min<index_t>(2, list[i].size(2)), std::min<index_t>(3, list[i].size(2)));
     CHECK(cropped.shape_of(i) == expected.shape());
-    CHECK(cropped.element(i) == expected);
+    CHECK(equal(cropped.element(i), expected));
   }
 }
 
@@ -483,10 +483,10 @@ TEST_CASE("space_to_batch_nd with no spatial dims copies, as TF's kernel does",
           "[space_to_batch]") {
   const Tensor<float> x = Tensor<float>::arange(6).reshape({2, 3});
   const Tensor<float> y = space_to_batch_nd(x, {}, {});
-  CHECK(y == x);
+  CHECK(equal(y, x));
   CHECK(!y.shares_storage_with(x));
-  CHECK(batch_to_space_nd(y, {}, {}) == x);
-  CHECK(space_to_batch_nd(Tensor<float>::arange(3), {}, {}) == Tensor<float>::arange(3));
+  CHECK(equal(batch_to_space_nd(y, {}, {}), x));
+  CHECK(equal(space_to_batch_nd(Tensor<float>::arange(3), {}, {}), Tensor<float>::arange(3)));
 }
 
 TEST_CASE("space_to_batch_nd reads any strided view and wraps caller memory", "[space_to_batch]") {
@@ -494,8 +494,8 @@ TEST_CASE("space_to_batch_nd reads any strided view and wraps caller memory", "[
   const Tensor<std::int32_t> base = Tensor<std::int32_t>::arange(2 * 8 * 6).reshape({2, 8, 6});
   const Tensor<std::int32_t> x = base.slice(1, std::nullopt, std::nullopt, -2);  // [2, 4, 6]
   const Pairs pads{{1, 1}, {0, 0}};
-  CHECK(space_to_batch_nd(x, {3, 2}, pads, -1) ==
-        reference_space_to_batch(x, {3, 2}, pads, std::int32_t(-1)));
+  CHECK(equal(space_to_batch_nd(x, {3, 2}, pads, -1),
+              reference_space_to_batch(x, {3, 2}, pads, std::int32_t(-1))));
 
   std::vector<float> in(2 * 4 * 3), out_memory(8 * 2 * 3, -5.0f);
   for (std::size_t i = 0; i < in.size(); ++i)
@@ -504,8 +504,8 @@ TEST_CASE("space_to_batch_nd reads any strided view and wraps caller memory", "[
   StridedView<float> out_view(out_memory.data(), Shape{8, 2, 3});
   space_to_batch_nd_into(x_view, {4}, {{2, 2}}, out_view, 9.0f);
   const Tensor<float> x_copy = Tensor<float>::from_view(x_view);
-  CHECK(Tensor<float>::from_view(out_view) ==
-        reference_space_to_batch(x_copy, {4}, {{2, 2}}, 9.0f));
+  CHECK(equal(Tensor<float>::from_view(out_view),
+              reference_space_to_batch(x_copy, {4}, {{2, 2}}, 9.0f)));
   std::vector<float> back(in.size(), -1.0f);
   batch_to_space_nd_into(StridedView<const float>(out_view), {4}, {{2, 2}},
                          StridedView<float>(back.data(), Shape{2, 4, 3}));
@@ -542,10 +542,10 @@ TEMPLATE_TEST_CASE("space_to_batch_nd on an ExactBatch follows the dense rule",
   const Pairs pads{{1, 1}, {0, 0}};
   const ExactBatch<T> blocked = space_to_batch_nd(batch, {2, 3}, pads, value_of<T>(1));
   CHECK(blocked.batch_size() == 18);
-  CHECK(blocked.data() == space_to_batch_nd(batch.data(), {2, 3}, pads, value_of<T>(1)));
+  CHECK(equal(blocked.data(), space_to_batch_nd(batch.data(), {2, 3}, pads, value_of<T>(1))));
   const ExactBatch<T> back = batch_to_space_nd(blocked, {2, 3}, pads);
   CHECK(back.batch_size() == 3);
-  CHECK(back.data() == batch.data());
+  CHECK(equal(back.data(), batch.data()));
 }
 
 TEMPLATE_TEST_CASE("space_to_batch_nd on a PaddedBatch sizes each element by its valid data",
@@ -560,7 +560,7 @@ TEMPLATE_TEST_CASE("space_to_batch_nd on a PaddedBatch sizes each element by its
   const Pairs ends{{0, 2}, {0, 3}};  // padded to (6, 9), which (2, 3) divides
   const PaddedBatch<T> blocked = space_to_batch_nd(padded, block, ends, value_of<T>(8));
   REQUIRE(blocked.batch_size() == 4 * 6);
-  CHECK(blocked.data() == space_to_batch_nd(padded.data(), block, ends, value_of<T>(8)));
+  CHECK(equal(blocked.data(), space_to_batch_nd(padded.data(), block, ends, value_of<T>(8))));
   for (index_t n = 0; n < blocked.batch_size(); ++n) {
     const index_t b = n % 4;
     const std::vector<index_t> k = offsets_of(n / 4, block);
@@ -569,15 +569,15 @@ TEMPLATE_TEST_CASE("space_to_batch_nd on a PaddedBatch sizes each element by its
         list[b].slice(0, k[0], std::nullopt, block[0]).slice(1, k[1], std::nullopt, block[1]);
     INFO("output element " << n);
     CHECK(blocked.shape_of(n) == expected.shape());
-    CHECK(blocked.element(n) == expected);
+    CHECK(equal(blocked.element(n), expected));
   }
 
   SECTION("batch_to_space_nd restores the batch") {
     const PaddedBatch<T> back = batch_to_space_nd(blocked, block, ends);
-    CHECK(back.shape_per_tensor() == padded.shape_per_tensor());
-    CHECK(back.data() == padded.data());
+    CHECK(equal(back.shape_per_tensor(), padded.shape_per_tensor()));
+    CHECK(equal(back.data(), padded.data()));
     for (index_t i = 0; i < 4; ++i)
-      CHECK(back.element(i) == list[i]);
+      CHECK(equal(back.element(i), list[i]));
   }
   SECTION("crops at the start shorten every element; crops at the end clip the extent") {
     // The dense result is (4, 6 - 1 - 2, 9 - 0 - 4, 2) = (4, 3, 5, 2): every element loses its
@@ -585,21 +585,22 @@ TEMPLATE_TEST_CASE("space_to_batch_nd on a PaddedBatch sizes each element by its
     const Pairs crops{{1, 2}, {0, 4}};
     const PaddedBatch<T> cropped = batch_to_space_nd(blocked, block, crops);
     CHECK(cropped.data().shape() == Shape{4, 3, 5, 2});
-    CHECK(cropped.data() == batch_to_space_nd(blocked.data(), block, crops));
+    CHECK(equal(cropped.data(), batch_to_space_nd(blocked.data(), block, crops)));
     for (index_t i = 0; i < 4; ++i) {
       INFO("element " << i);
       const Tensor<T> expected = list[i].slice(0, 1, 4).slice(1, 0, 5);
       CHECK(cropped.shape_of(i) == expected.shape());
-      CHECK(cropped.element(i) == expected);
+      CHECK(equal(cropped.element(i), expected));
     }
   }
   SECTION("with one spatial dim the other padded dims keep their extents") {
     const PaddedBatch<T> one = space_to_batch_nd(padded, {2}, {{0, 0}});
     for (index_t n = 0; n < 8; ++n) {
       const Tensor<T> expected = list[n % 4].slice(0, n / 4, std::nullopt, 2);
-      CHECK(one.element(n) == expected);
+      CHECK(equal(one.element(n), expected));
     }
-    CHECK(batch_to_space_nd(one, {2}, {{0, 0}}).shape_per_tensor() == padded.shape_per_tensor());
+    CHECK(
+        equal(batch_to_space_nd(one, {2}, {{0, 0}}).shape_per_tensor(), padded.shape_per_tensor()));
   }
 }
 
@@ -735,9 +736,9 @@ TEST_CASE("the _into forms check their destination", "[space_to_batch][errors]")
   // so it goes through a copy of x).
   const Tensor<float> blocked = space_to_batch_nd(x, {2, 2}, {{0, 0}, {0, 0}});
   space_to_batch_nd_into(x.view(), {2, 2}, {{0, 0}, {0, 0}}, x.view().view_as({4, 2, 2, 1}));
-  CHECK(x.reshape({4, 2, 2, 1}) == blocked);
+  CHECK(equal(x.reshape({4, 2, 2, 1}), blocked));
   batch_to_space_nd_into(x.view().view_as({4, 2, 2, 1}), {2, 2}, {{0, 0}, {0, 0}}, x.view());
-  CHECK(x == Tensor<float>::arange(16).reshape({1, 4, 4, 1}));
+  CHECK(equal(x, Tensor<float>::arange(16).reshape({1, 4, 4, 1})));
   TBATCH_CHECK_THROWS_WITH(space_to_batch_nd_into(x.view(), {2, 3}, {{0, 0}, {0, 0}}, wrong.view()),
                            ShapeError, "space_to_batch_nd_into: padded_shape[1] = 4");
 }

@@ -22,6 +22,7 @@ LAYERS = [
     "base",
     "view",
     "tensor",
+    "math",
     "batch",
     "ops",
     "dict",

@@ -571,6 +571,110 @@ void segment_rows() {
   }
 }
 
+// Elementwise maths (tbatch/math): a new tensor per call on every side (torch's and Eigen's
+// expressions allocate their result too).
+void math_rows() {
+  constexpr index_t kN = 10'000'000, kSide = 4096;
+  const Tensor<float> a = random_tensor(Shape{kN}, 21), b = random_tensor(Shape{kN}, 22),
+                      c = random_tensor(Shape{kN}, 23);
+  const torch::Tensor ta = torch_view(a), tb = torch_view(b), tc = torch_view(c);
+  using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
+  const Eigen::Map<const Array> ea(a.data(), kN), eb(b.data(), kN), ec(c.data(), kN);
+  expect_same("a + b", a + b, ta + tb);
+  expect_same("a * b + c", a * b + c, ta * tb + tc);
+  {
+    Row row;
+    row.op = "a + b";
+    row.shape = "1e7 f32";
+    row.bytes = 3.0 * kN * 4;
+    row.tbatch = [&] { keep(a + b); };
+    row.torch = {{"a + b", [&] { keep(ta + tb); }}};
+    row.eigen = {{"Array a + b", [&] {
+                    Array r = ea + eb;
+                    keep(r);
+                  }}};
+    run_row(row);
+  }
+  {
+    Row row;
+    row.op = "a * b + c";
+    row.shape = "1e7 f32";
+    row.bytes = 4.0 * kN * 4;
+    row.note = "tbatch evaluates eagerly: two passes";
+    row.tbatch = [&] { keep(a * b + c); };
+    row.torch = {{"a * b + c", [&] { keep(ta * tb + tc); }},
+                 {"addcmul(c, a, b)", [&] { keep(torch::addcmul(tc, ta, tb)); }}};
+    row.eigen = {{"Array a * b + c (fused)", [&] {
+                    Array r = ea * eb + ec;
+                    keep(r);
+                  }}};
+    run_row(row);
+  }
+  const Tensor<float> m = random_tensor(Shape{kSide, kSide}, 24),
+                      v = random_tensor(Shape{kSide}, 25);
+  const torch::Tensor tm = torch_view(m), tv = torch_view(v);
+  expect_same("m + v", m + v, tm + tv);
+  {
+    Row row;
+    row.op = "a + row (broadcast)";
+    row.shape = "4096x4096 + 4096 f32";
+    row.bytes = 2.0 * kSide * kSide * 4 + kSide * 4;
+    row.tbatch = [&] { keep(m + v); };
+    row.torch = {{"m + v", [&] { keep(tm + tv); }}};
+    using RowMajor = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const Eigen::Map<const RowMajor> em(m.data(), kSide, kSide);
+    const Eigen::Map<const Eigen::Array<float, 1, Eigen::Dynamic>> evec(v.data(), kSide);
+    row.eigen = {{"rowwise() + v", [em, evec] {
+                    RowMajor r = em.rowwise() + evec;
+                    keep(r);
+                  }}};
+    run_row(row);
+  }
+  const Tensor<float> s = random_tensor(Shape{64, 64}, 26), t = random_tensor(Shape{64, 64}, 27);
+  const torch::Tensor ts = torch_view(s), tt = torch_view(t);
+  {
+    Row row;
+    row.op = "a + b (small, in cache)";
+    row.shape = "64x64 f32";
+    row.tbatch = [&] { keep(s + t); };
+    row.torch = {{"a + b", [&] { keep(ts + tt); }}};
+    const Eigen::Map<const Array> es(s.data(), 64 * 64), et(t.data(), 64 * 64);
+    row.eigen = {{"Array a + b", [es, et] {
+                    Array r = es + et;
+                    keep(r);
+                  }}};
+    run_row(row);
+  }
+  {
+    Row row;
+    row.op = "exp(a)";
+    row.shape = "1e7 f32";
+    row.bytes = 2.0 * kN * 4;
+    row.tbatch = [&] { keep(tbatch::exp(a)); };
+    row.torch = {{"exp(a)", [&] { keep(torch::exp(ta)); }}};
+    row.eigen = {{"Array exp()", [&] {
+                    Array r = ea.exp();
+                    keep(r);
+                  }}};
+    run_row(row);
+  }
+  {
+    Row row;
+    row.op = "where(a > 0.5, a, 0)";
+    row.shape = "1e7 f32";
+    row.bytes = 2.0 * kN * 4 + kN;
+    row.note = "tbatch: a comparison, then where";
+    row.tbatch = [&] { keep(where(a > 0.5f, a, 0.f)); };
+    row.torch = {{"where(a > 0.5, a, 0)",
+                  [&] { keep(torch::where(ta > 0.5f, ta, torch::zeros({}, ta.options()))); }}};
+    row.eigen = {{"(a > 0.5).select(a, 0)", [&] {
+                    Array r = (ea > 0.5f).select(ea, 0.f);
+                    keep(r);
+                  }}};
+    run_row(row);
+  }
+}
+
 void space_to_batch_rows(int threads) {
   const std::string suffix = threads > 1 ? " (2 threads)" : "";
   const Shape in_shape{8, 224, 224, 64};
@@ -1060,6 +1164,7 @@ int main(int argc, char** argv) {
       scatter_rows();
       segment_rows();
       tensordict_rows();
+      math_rows();
     }
   }
 

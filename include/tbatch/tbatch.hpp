@@ -21,6 +21,8 @@
 #include "tbatch/tensor/any_tensor.hpp"
 #include "tbatch/tensor/tensor.hpp"
 
+#include "tbatch/math/elementwise.hpp"
+
 #include "tbatch/batch/conversions.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"

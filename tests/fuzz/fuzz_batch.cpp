@@ -118,7 +118,7 @@ void fuzz_packed(FuzzInput& in) {
   if (!padded) return;  // valid but too large to materialise here
   check_padded(*padded, elements, padding);
   const Tensor<T> back = padded_to_packed(*padded, shape_per_tensor);
-  expect(back == data, "padded_to_packed(packed_to_padded(x)) == x");
+  expect(equal(back, data), "padded_to_packed(packed_to_padded(x)) == x");
 }
 
 void fuzz_padded(FuzzInput& in) {
@@ -181,7 +181,7 @@ void fuzz_list(FuzzInput& in) {
     }
     const PaddedBatch<T> padded = list_to_padded(list, padding, max_shape);
     check_padded(padded.data(), list, padding);
-    expect(to_packed(padded).data() == packed->data(),
+    expect(equal(to_packed(padded).data(), packed->data()),
            "to_packed(list_to_padded) == list_to_packed");
   });
 }
@@ -229,7 +229,7 @@ void fuzz_into_aliased(FuzzInput& in) {
   if (!accepted) return;
   expect(!expanded || out.size(0) <= 1, "an expanded output is rejected");
   // An empty list writes nothing (and list_to_packed of it has last dim 0).
-  expect(expected.has_value() && (list.empty() ? out.numel() == 0 : out == *expected),
+  expect(expected.has_value() && (list.empty() ? out.numel() == 0 : equal(out, *expected)),
          "an _into call with aliased elements equals the call on copies");
 }
 

@@ -69,7 +69,7 @@ void fuzz_paddle_scatter(FuzzInput& in) {
       cell = overwrite ? element_at(update, idx) : cell + element_at(update, idx);
     });
   }
-  expect(out == expected, "scatter result");
+  expect(equal(out, expected), "scatter result");
 }
 
 void fuzz_scatter_nd_add(FuzzInput& in) {
@@ -105,7 +105,7 @@ void fuzz_scatter_nd_add(FuzzInput& in) {
       element_ref(slice, idx) += element_at(update, idx);
     });
   }
-  expect(out == expected, "scatter_nd_add result");
+  expect(equal(out, expected), "scatter_nd_add result");
 }
 
 T combine(Reduce reduce, T a, T b) {
@@ -171,7 +171,7 @@ void fuzz_scatter_reduce(FuzzInput& in) {
   if (reduce == Reduce::mean)
     for (index_t i = 0; i < expected.numel(); ++i)
       if (hit.data()[i]) expected.data()[i] /= static_cast<T>(count.data()[i]);
-  expect(out == expected, "scatter_reduce result");
+  expect(equal(out, expected), "scatter_reduce result");
 }
 
 void fuzz_index_add(FuzzInput& in) {
@@ -199,7 +199,7 @@ void fuzz_index_add(FuzzInput& in) {
       element_ref(target, idx) += alpha * element_at(from, idx);
     });
   }
-  expect(out == expected, "index_add result");
+  expect(equal(out, expected), "index_add result");
 }
 
 }  // namespace

@@ -43,9 +43,9 @@ Mirror mirrored(const Mirror& m, Op&& op) {
 
 void check(const TensorDict& td, const Mirror& m) {
   expect(td.batch_size() == m.batch.shape(), "batch_size equals the batch-only entry's shape");
-  expect(td.get<std::int32_t>("batch") == m.batch, "entry 'batch'");
-  expect(td.get<float>("points") == m.points, "entry 'points'");
-  expect(td.get_dict("nested").get<std::int64_t>("ids") == m.ids, "entry 'nested/ids'");
+  expect(equal(td.get<std::int32_t>("batch"), m.batch), "entry 'batch'");
+  expect(equal(td.get<float>("points"), m.points), "entry 'points'");
+  expect(equal(td.get_dict("nested").get<std::int64_t>("ids"), m.ids), "entry 'nested/ids'");
   expect(td.get_dict("nested").batch_size() == td.batch_size(), "nested batch_size");
 }
 

@@ -91,9 +91,9 @@ void check_same(const PackedBatch<T>& got, const PackedBatch<T>& expected) {
   CHECK(got.batch_size() == expected.batch_size());
   CHECK(got.element_rank() == expected.element_rank());
   CHECK(got.last_dim() == expected.last_dim());
-  CHECK(got.data() == expected.data());
-  CHECK(got.shape_per_tensor() == expected.shape_per_tensor());
-  CHECK(got.first_idx() == expected.first_idx());
+  CHECK(equal(got.data(), expected.data()));
+  CHECK(equal(got.shape_per_tensor(), expected.shape_per_tensor()));
+  CHECK(equal(got.first_idx(), expected.first_idx()));
 }
 
 // The packed batch with its data in a strided (non-contiguous) view of a wider tensor.
@@ -260,14 +260,14 @@ TEMPLATE_TEST_CASE("allgather of padded batches re-pads to the global maximum sh
     // Each rank pads to its own maximum; the result is padded to the maximum over all ranks.
     const PaddedBatch<T> got = mpi::allgather(world, list_to_padded(mine, pad), pad);
     const PaddedBatch<T> expected = list_to_padded(all, pad);
-    CHECK(got.data() == expected.data());
-    CHECK(got.shape_per_tensor() == expected.shape_per_tensor());
+    CHECK(equal(got.data(), expected.data()));
+    CHECK(equal(got.shape_per_tensor(), expected.shape_per_tensor()));
     // A rank that padded past its elements (here rank 0, to 6 x 5) sets the global maximum.
     const PaddedBatch<T> local_wide =
         world_rank() == 0 ? list_to_padded(mine, pad, {6, 5}) : list_to_padded(mine, pad);
     const PaddedBatch<T> wide = mpi::allgather(world, local_wide, pad);
     CHECK(wide.max_shape() == Shape{6, 5});
-    CHECK(wide.data() == list_to_padded(all, pad, {6, 5}).data());
+    CHECK(equal(wide.data(), list_to_padded(all, pad, {6, 5}).data()));
   }
 }
 
@@ -513,7 +513,7 @@ template <class T>
 void check_elements(const PackedBatch<T>& got, const std::vector<Tensor<T>>& expected) {
   REQUIRE(got.batch_size() == static_cast<index_t>(expected.size()));
   for (index_t i = 0; i < got.batch_size(); ++i)
-    CHECK(got.element(i) == expected[static_cast<std::size_t>(i)]);
+    CHECK(equal(got.element(i), expected[static_cast<std::size_t>(i)]));
 }
 
 // Row count of every element of every rank, in global order, and the elements themselves.
@@ -559,7 +559,7 @@ TEMPLATE_TEST_CASE("all_to_all sends each element to its destination rank", "[mp
         destination, value_of<T>(1));
     REQUIRE(padded.batch_size() == index_t(expected.size()));
     for (index_t i = 0; i < padded.batch_size(); ++i)
-      CHECK(padded.element(i) == expected[std::size_t(i)]);
+      CHECK(equal(padded.element(i), expected[std::size_t(i)]));
   }
 }
 

@@ -14,6 +14,7 @@
 #include "tbatch/base/dtype.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/tuning.hpp"
+#include "tbatch/math/elementwise_ops.hpp"
 
 namespace tbatch {
 
@@ -68,14 +69,6 @@ T wrapping_mul(T a, T b) {
   } else {
     return static_cast<T>(a * b);
   }
-}
-
-template <class T>
-bool is_nan(const T& value) {
-  if constexpr (FloatingElement<T>)
-    return Eigen::numext::isnan(value);
-  else
-    return false;
 }
 
 /// float and double chunks are combined with Eigen's vectorised fixed-size array maps.

@@ -50,12 +50,6 @@ void scatter_at_offsets(StridedView<const T> src, StridedView<T> dst_base, Offse
   }
 }
 
-/// A read-only view of `shape` whose every element is `value` (stride 0 everywhere).
-template <class T>
-StridedView<const T> broadcast_value(const T& value, const Shape& shape) {
-  return StridedView<const T>(&value, Shape{}, {}).expand(shape.to_vector());
-}
-
 /// The 1-d view `v` (length shape[dim]) seen with `shape`: stride 0 on every other dim.
 template <class T>
 StridedView<T> spread_along(const StridedView<T>& v, const Shape& shape, index_t dim) {

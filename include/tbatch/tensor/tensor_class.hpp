@@ -451,18 +451,15 @@ Tensor<std::remove_cv_t<U>> Tensor<T>::checked_cast() const {
   return out;
 }
 
-/// Same shape and equal values (NaN never equals anything, as torch.equal).
+/// Same shape and equal values (NaN never equals anything, as torch.equal). `a == b` compares
+/// elementwise (tbatch/math/elementwise.hpp).
 template <class T>
-bool operator==(const Tensor<T>& a, const Tensor<T>& b) {
+bool equal(const Tensor<T>& a, const Tensor<T>& b) {
   if (!(a.shape() == b.shape())) return false;
-  bool equal = true;
-  for_each([&](const T& x, const T& y) { equal = equal && detail::widen(x) == detail::widen(y); },
+  bool same = true;
+  for_each([&](const T& x, const T& y) { same = same && detail::widen(x) == detail::widen(y); },
            a.view(), b.view());
-  return equal;
-}
-template <class T>
-bool operator!=(const Tensor<T>& a, const Tensor<T>& b) {
-  return !(a == b);
+  return same;
 }
 
 /// Same shape and |a - b| <= atol + rtol * |b| everywhere (NaN is never close).

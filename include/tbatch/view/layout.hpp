@@ -482,6 +482,20 @@ inline bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
+/// `l` broadcast to `shape` (numpy rules: new leading dims and size-1 dims get stride 0), a view
+/// of the same elements; ShapeError naming `function` and `name` when it does not broadcast.
+inline Layout broadcast(const Layout& l, const Shape& shape, const char* function,
+                        const char* name) {
+  if (!broadcasts_to(l.shape, shape))
+    detail::fail<ShapeError>(function, name, " of shape ", l.shape,
+                             " does not broadcast to the shape ", shape);
+  Layout out{shape, Strides(shape.size(), 0), l.offset};
+  const std::size_t lead = shape.size() - l.shape.size();
+  for (std::size_t i = 0; i < l.shape.size(); ++i)
+    if (l.shape[i] == shape[lead + i]) out.strides[lead + i] = l.strides[i];
+  return out;
+}
+
 /// The shape both `a` and `b` broadcast to (numpy rules); ShapeError naming `function`.
 inline Shape broadcast_shapes(const Shape& a, const Shape& b, const char* function) {
   const std::size_t rank = std::max(a.size(), b.size());

@@ -75,4 +75,12 @@ class StridedView : public ViewMethods<StridedView<T>> {
   Layout layout_;
 };
 
+namespace detail {
+/// A read-only view of `shape` whose every element is the one at `value` (stride 0 everywhere).
+template <class T>
+StridedView<const T> broadcast_value(const T& value, const Shape& shape) {
+  return StridedView<const T>(&value, Layout{shape, Strides(shape.size(), 0), 0});
+}
+}  // namespace detail
+
 }  // namespace tbatch
