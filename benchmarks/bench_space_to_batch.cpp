@@ -149,7 +149,7 @@ void BM_eigen_space_to_batch(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
-  if (!(out == tbatch::space_to_batch_nd(x, kBlock, kNoPadding)))
+  if (!tbatch::equal(out, tbatch::space_to_batch_nd(x, kBlock, kNoPadding)))
     state.SkipWithError("Eigen's result differs from space_to_batch_nd");
   report(state, bytes_of(kInput), bytes_of(kInput));
 }
@@ -167,7 +167,8 @@ void BM_eigen_batch_to_space(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
-  if (!(out == make_input())) state.SkipWithError("Eigen's result differs from the input");
+  if (!tbatch::equal(out, make_input()))
+    state.SkipWithError("Eigen's result differs from the input");
   report(state, bytes_of(kInput), bytes_of(kInput));
 }
 

@@ -32,6 +32,10 @@
 #include "tbatch/dict/tensor_dict_indexing.hpp"
 #include "tbatch/dict/tensor_dict_shape_ops.hpp"
 #include "tbatch/dict/tensor_dict_stack.hpp"
+#include "tbatch/math/elementwise.hpp"
+#include "tbatch/math/elementwise_kernel.hpp"
+#include "tbatch/math/elementwise_ops.hpp"
+#include "tbatch/math/map_views.hpp"
 #include "tbatch/ops/instantiations.hpp"
 #include "tbatch/ops/pad.hpp"
 #include "tbatch/ops/scatter.hpp"
@@ -298,8 +302,39 @@ void optional_calls() {
 #endif
 }
 
+/// The maths of tbatch/math/ that T accepts.
+template <class T>
+void math_calls() {
+  const Tensor<T> a({2, 3}, T(1)), b({3}, T(1));
+  Tensor<T> x = a.clone();
+  const Tensor<bool> mask({3}, true);
+  (void)(a == b), (void)(a != b), (void)(a < b), (void)(a <= b), (void)(a > b), (void)(a >= b);
+  (void)(a == T(1));
+  (void)where(mask, a, b);
+  (void)masked_fill(a, mask, T(0));
+  masked_fill_(x, mask, T(0));
+  (void)elementwise([](T u, T v) { return u == v; }, a, b);
+  if constexpr (ArithmeticElement<T>) {
+    const ScalarOf<T> s(1);
+    (void)(a + b), (void)(a - b), (void)(a * b), (void)(a / b), (void)(-a);
+    (void)(a + s), (void)(s - a), (void)(a * s), (void)(s / a);
+    x += b, x -= s, x *= b, x /= s;
+    (void)neg(a), (void)abs(a), (void)sign(a), (void)relu(a), (void)floor(a), (void)ceil(a);
+    (void)round(a), (void)clamp(a, s, s), (void)minimum(a, b), (void)maximum(a, b);
+    (void)pow(a, b), (void)pow(a, s), (void)pow(s, b);
+  }
+  if constexpr (FloatingElement<T>) {
+    (void)sqrt(a), (void)rsqrt(a), (void)exp(a), (void)expm1(a), (void)log(a), (void)log1p(a);
+    (void)sin(a), (void)cos(a), (void)tanh(a), (void)sigmoid(a), (void)addcmul(a, a, b);
+  }
+  if constexpr (std::is_same_v<T, bool>)
+    (void)logical_and(a, b), (void)logical_or(a, b), (void)logical_not(a);
+}
+
 }  // namespace tbatch_strict
 
-#define TBATCH_STRICT_CALLS(T, ...) template void tbatch_strict::tensor_calls<T>();
+#define TBATCH_STRICT_CALLS(T, ...)               \
+  template void tbatch_strict::tensor_calls<T>(); \
+  template void tbatch_strict::math_calls<T>();
 TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_STRICT_CALLS)
 #undef TBATCH_STRICT_CALLS

@@ -582,6 +582,13 @@ void math_rows() {
   const Eigen::Map<const Array> ea(a.data(), kN), eb(b.data(), kN), ec(c.data(), kN);
   expect_same("a + b", a + b, ta + tb);
   expect_same("a * b + c", a * b + c, ta * tb + tc);
+  const std::vector<Contender> mul_add_torch = {
+      {"a * b + c", [&] { keep(ta * tb + tc); }},
+      {"addcmul(c, a, b)", [&] { keep(torch::addcmul(tc, ta, tb)); }}};
+  const std::vector<Contender> mul_add_eigen = {{"Array a * b + c (fused)", [&] {
+                                                   Array r = ea * eb + ec;
+                                                   keep(r);
+                                                 }}};
   {
     Row row;
     row.op = "a + b";
@@ -602,12 +609,21 @@ void math_rows() {
     row.bytes = 4.0 * kN * 4;
     row.note = "tbatch evaluates eagerly: two passes";
     row.tbatch = [&] { keep(a * b + c); };
-    row.torch = {{"a * b + c", [&] { keep(ta * tb + tc); }},
-                 {"addcmul(c, a, b)", [&] { keep(torch::addcmul(tc, ta, tb)); }}};
-    row.eigen = {{"Array a * b + c (fused)", [&] {
-                    Array r = ea * eb + ec;
-                    keep(r);
-                  }}};
+    row.torch = mul_add_torch;
+    row.eigen = mul_add_eigen;
+    run_row(row);
+  }
+  {
+    Row row;
+    row.op = "a * b + c fused";
+    row.shape = "1e7 f32";
+    row.bytes = 4.0 * kN * 4;
+    row.note = "tbatch: elementwise(fn, a, b, c), one pass";
+    row.tbatch = [&] {
+      keep(tbatch::elementwise([](float x, float y, float z) { return x * y + z; }, a, b, c));
+    };
+    row.torch = mul_add_torch;
+    row.eigen = mul_add_eigen;
     run_row(row);
   }
   const Tensor<float> m = random_tensor(Shape{kSide, kSide}, 24),
@@ -715,7 +731,7 @@ void space_to_batch_rows(int threads) {
   const std::array<Eigen::Index, 6> split{8, 112, 2, 112, 2, 64};
   const std::array<int, 6> s2b_order{2, 4, 0, 1, 3, 5}, b2s_order{2, 3, 0, 4, 1, 5};
   s2b_res = ein.reshape(split).shuffle(s2b_order);
-  if (!(eigen_out.reshape({32, 112, 112, 64}) == y)) {
+  if (!equal(eigen_out.reshape({32, 112, 112, 64}), y)) {
     std::cerr << "tbatch_compare: Eigen space-to-batch differs\n";
     std::exit(1);
   }

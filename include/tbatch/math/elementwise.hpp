@@ -11,6 +11,7 @@
 #include "tbatch/base/errors.hpp"
 #include "tbatch/math/elementwise_kernel.hpp"
 #include "tbatch/math/elementwise_ops.hpp"
+#include "tbatch/math/map_views.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/aliasing.hpp"
 #include "tbatch/view/layout.hpp"
@@ -334,6 +335,38 @@ Tensor<T>& masked_fill_(Tensor<T>& x, const Tensor<M>& mask, ScalarOf<T> value) 
   detail::run_where<T>(detail::in_place_input(mask.view(), out, "masked_fill_", "mask", staging),
                        detail::broadcast_value(v, x.shape()), StridedView<const T>(out), out);
   return x;
+}
+
+/// fn(elements...) for the operands broadcast together, computed in one pass into a new
+/// contiguous tensor of fn's result type: a fused expression reads each input once and writes
+/// once, where `a * b + c` makes two passes and a temporary.
+///   Tensor<float> y = elementwise([](float a, float b, float c) { return a * b + c; }, a, b, c);
+/// fn is called once per element (the order is unspecified) and must return one of the twelve
+/// element types. ShapeError when the shapes do not broadcast.
+template <class Fn, class... Ts>
+requires(sizeof...(Ts) > 0 && Element<std::invoke_result_t<const Fn&, Ts...>>)
+    Tensor<std::invoke_result_t<const Fn&, Ts...>> elementwise(const Fn& fn,
+                                                               const Tensor<Ts>&... operands) {
+  using R = std::invoke_result_t<const Fn&, Ts...>;
+  Shape shape;
+  ((shape = layout::broadcast_shapes(shape, operands.shape(), "elementwise")), ...);
+  Tensor<R> out = Tensor<R>::empty(shape);
+  detail::map_views("elementwise", fn, out.view(),
+                    detail::broadcast_view(operands, shape, "elementwise", "an operand")...);
+  return out;
+}
+
+/// c + value * a * b in one pass (torch.addcmul), broadcasting.
+template <FloatingElement T>
+Tensor<T> addcmul(const Tensor<T>& c, const Tensor<T>& a, const Tensor<T>& b,
+                  ScalarOf<T> value = ScalarOf<T>(1)) {
+  using C = detail::ComputeType<T>;
+  const C scale = static_cast<C>(value);
+  return elementwise(
+      [scale](T z, T x, T y) {
+        return static_cast<T>(static_cast<C>(z) + scale * static_cast<C>(x) * static_cast<C>(y));
+      },
+      c, a, b);
 }
 
 }  // namespace tbatch

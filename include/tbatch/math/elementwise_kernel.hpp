@@ -12,12 +12,15 @@
 
 #include "tbatch/base/config.hpp"
 #include "tbatch/math/elementwise_ops.hpp"
+#include "tbatch/math/map_views.hpp"
 #include "tbatch/view/raw_view.hpp"
 #include "tbatch/view/strided_view.hpp"
 
 #if TBATCH_DEFINITIONS
+#include <Eigen/Core>
+
 #include "tbatch/base/errors.hpp"
-#include "tbatch/view/for_each.hpp"
+#include "tbatch/base/streaming_stores.hpp"
 #endif
 
 namespace tbatch::detail {
@@ -32,67 +35,6 @@ TBATCH_INLINE void where_raw(const RawView& condition, const RawView& a, const R
 
 #if TBATCH_DEFINITIONS
 
-/// One input of a dense run: its elements (stride 1) or one broadcast value (stride 0), fixed at
-/// compile time so that the loop over the run vectorises. The broadcast value is read once,
-/// before the loop: the output may alias it.
-template <bool Dense, class T>
-struct RunInput;
-template <class T>
-struct RunInput<true, T> {
-  const T* p;
-  T operator[](index_t i) const { return p[i]; }
-};
-template <class T>
-struct RunInput<false, T> {
-  T value;
-  T operator[](index_t) const { return value; }
-};
-
-/// out[i] = fn(inputs[i]...) over a run whose output is dense and whose inputs are dense or
-/// broadcast (`stride` holds the output's and then each input's stride, 0 or 1): picks the
-/// compile-time form of each input, one at a time.
-template <class Out, class Fn, class Inputs, std::size_t N, class... Ready>
-void dense_run(Out* out, index_t n, const std::array<index_t, N>& stride, const Fn& fn,
-               const Inputs& inputs, const Ready&... ready) {
-  constexpr std::size_t k = sizeof...(Ready);
-  if constexpr (k == std::tuple_size_v<Inputs>) {
-    for (index_t i = 0; i < n; ++i)
-      out[i] = fn(ready[i]...);
-  } else {
-    const auto* p = std::get<k>(inputs);
-    using E = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
-    if (stride[k + 1] == 0)
-      dense_run(out, n, stride, fn, inputs, ready..., RunInput<false, E>{*p});
-    else
-      dense_run(out, n, stride, fn, inputs, ready..., RunInput<true, E>{p});
-  }
-}
-
-/// out = fn(inputs...) elementwise: the views share out's shape (broadcast inputs have stride
-/// 0). The engine plans the walk with the output first; each run is a loop body here.
-template <class Out, class Fn, class... In>
-void map_views(const char* function, const Fn& fn, const StridedView<Out>& out,
-               const StridedView<const In>&... inputs) {
-  constexpr std::size_t N = 1 + sizeof...(In);
-  for_each_run(
-      function,
-      [&](index_t n, const std::array<index_t, N>& stride, Out* o, const In*... in) {
-        bool dense = stride[0] == 1;
-        for (std::size_t k = 1; k < N; ++k)
-          dense = dense && (stride[k] == 0 || stride[k] == 1);
-        if (dense) {
-          dense_run(o, n, stride, fn, std::tuple<const In*...>(in...));
-          return;
-        }
-        [&]<std::size_t... I>(std::index_sequence<I...>) {
-          for (index_t i = 0; i < n; ++i)
-            o[i * stride[0]] = fn(in[i * stride[I + 1]]...);
-        }
-        (std::make_index_sequence<N - 1>{});
-      },
-      out, inputs...);
-}
-
 template <BinaryOp Op, class T>
 void binary_views(const StridedView<const T>& a, const StridedView<const T>& b,
                   const StridedView<BinaryResult<Op, T>>& out) {
@@ -100,18 +42,54 @@ void binary_views(const StridedView<const T>& a, const StridedView<const T>& b,
       "elementwise", [](T x, T y) { return apply_binary<Op, T>(x, y); }, out, a, b);
 }
 
+/// True when Eigen's vectorised array function computes Op on T (float and double).
+template <UnaryOp Op, class T>
+constexpr bool has_eigen_form() {
+  return (std::is_same_v<T, float> || std::is_same_v<T, double>)&&is_transcendental(Op);
+}
+
+/// Op on count dense elements with Eigen's array functions (SIMD, within a few ulp of the
+/// standard library's, as torch's vectorised functions are).
+template <UnaryOp Op, class T>
+void eigen_unary(T* out, const T* in, index_t count) {
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  const Eigen::Map<const Array> x(in, count);
+  Eigen::Map<Array> y(out, count);
+  if constexpr (Op == UnaryOp::sqrt) y = x.sqrt();
+  if constexpr (Op == UnaryOp::rsqrt) y = x.rsqrt();
+  if constexpr (Op == UnaryOp::exp) y = x.exp();
+  if constexpr (Op == UnaryOp::expm1) y = x.expm1();
+  if constexpr (Op == UnaryOp::log) y = x.log();
+  if constexpr (Op == UnaryOp::log1p) y = x.log1p();
+  if constexpr (Op == UnaryOp::sin) y = x.sin();
+  if constexpr (Op == UnaryOp::cos) y = x.cos();
+  if constexpr (Op == UnaryOp::tanh) y = x.tanh();
+  if constexpr (Op == UnaryOp::sigmoid) y = x.logistic();
+}
+
 template <UnaryOp Op, class T>
 void unary_views(const StridedView<const T>& x, const StridedView<T>& out,
                  const UnaryParams<T>& params) {
-  map_views(
-      "elementwise", [params](T v) { return apply_unary<Op, T>(v, params); }, out, x);
+  const auto fn = [params](T v) { return apply_unary<Op, T>(v, params); };
+  if constexpr (has_eigen_form<Op, T>()) {
+    map_views_with(
+        "elementwise", fn,
+        [](T* o, index_t n, Stores stores, const T* in) {
+          write_run(o, n, stores, [&](T* dst, index_t begin, index_t count) {
+            eigen_unary<Op, T>(dst, in + begin, count);
+          });
+        },
+        out, x);
+  } else {
+    map_views("elementwise", fn, out, x);
+  }
 }
 
 template <class T>
 void where_views(const StridedView<const bool>& condition, const StridedView<const T>& a,
                  const StridedView<const T>& b, const StridedView<T>& out) {
   map_views(
-      "where", [](bool c, T x, T y) { return c ? x : y; }, out, condition, a, b);
+      "where", [](bool c, T x, T y) { return select(c, x, y); }, out, condition, a, b);
 }
 
 #endif  // TBATCH_DEFINITIONS

@@ -8,6 +8,7 @@
 // they are computed in an unsigned type); integer division truncates toward zero and
 // INT_MIN / -1 wraps to INT_MIN; minimum, maximum and clamp propagate NaN.
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -89,11 +90,9 @@ constexpr bool binary_accepts() {
     return ArithmeticElement<T>;
 }
 
-/// True when unary operation Op is defined on T: the transcendental functions on the floating
-/// types, the logical not on bool, the others on the arithmetic types.
-template <UnaryOp Op, class T>
-constexpr bool unary_accepts() {
-  switch (Op) {
+/// True for the transcendental functions, defined on the floating types only.
+constexpr bool is_transcendental(UnaryOp op) {
+  switch (op) {
     case UnaryOp::sqrt:
     case UnaryOp::rsqrt:
     case UnaryOp::exp:
@@ -104,12 +103,22 @@ constexpr bool unary_accepts() {
     case UnaryOp::cos:
     case UnaryOp::tanh:
     case UnaryOp::sigmoid:
-      return FloatingElement<T>;
-    case UnaryOp::logical_not:
-      return std::is_same_v<T, bool>;
+      return true;
     default:
-      return ArithmeticElement<T>;
+      return false;
   }
+}
+
+/// True when unary operation Op is defined on T: the transcendental functions on the floating
+/// types, the logical not on bool, the others on the arithmetic types.
+template <UnaryOp Op, class T>
+constexpr bool unary_accepts() {
+  if constexpr (is_transcendental(Op))
+    return FloatingElement<T>;
+  else if constexpr (Op == UnaryOp::logical_not)
+    return std::is_same_v<T, bool>;
+  else
+    return ArithmeticElement<T>;
 }
 
 /// The result type of binary operation Op on T.
@@ -123,6 +132,20 @@ bool is_nan(const T& value) {
     return Eigen::numext::isnan(value);
   else
     return false;
+}
+
+/// c ? x : y without a branch: the bits of x or y chosen by a mask, which vectorises (a branch
+/// on random conditions mispredicts every other element).
+template <class T>
+T select(bool c, T x, T y) {
+  using Bits = std::conditional_t<
+      sizeof(T) == 1, std::uint8_t,
+      std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                         std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
+  static_assert(sizeof(Bits) == sizeof(T));
+  const auto xb = std::bit_cast<Bits>(x), yb = std::bit_cast<Bits>(y);
+  const auto mask = static_cast<Bits>(Bits(0) - static_cast<Bits>(c));
+  return std::bit_cast<T>(static_cast<Bits>((xb & mask) | (yb & static_cast<Bits>(~mask))));
 }
 
 /// Integer power by squaring, wrapping; `e` >= 0 (the caller rejects negative exponents).

@@ -1,0 +1,122 @@
+#pragma once
+// map_views: the elementwise loop body on the engine. It runs fn over same-shaped views (broadcast
+// inputs have stride 0), with a vectorisable loop for runs whose output is dense and whose
+// inputs are dense or broadcast, and streaming stores for large outputs. The maths' kernels and
+// tbatch::elementwise (a user's fused expression) are both written on it.
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "tbatch/base/streaming_stores.hpp"
+#include "tbatch/view/for_each.hpp"
+#include "tbatch/view/streaming.hpp"
+#include "tbatch/view/strided_view.hpp"
+
+namespace tbatch::detail {
+
+/// One input of a dense run: its elements (stride 1) or one broadcast value (stride 0), fixed at
+/// compile time so that the loop over the run vectorises. The broadcast value is read once,
+/// before the loop: the output may alias it.
+template <bool Dense, class T>
+struct RunInput;
+template <class T>
+struct RunInput<true, T> {
+  const T* p;
+  T operator[](index_t i) const { return p[i]; }
+};
+template <class T>
+struct RunInput<false, T> {
+  T value;
+  T operator[](index_t) const { return value; }
+};
+
+/// Writes the dense run out[0, n): body(dst, begin, count) computes elements [begin, begin +
+/// count) into dst. Through the cache directly; with streaming stores, a few KiB at a time into
+/// a buffer in L1 and from there to whole output lines, so that the output's lines are never
+/// read (a cached store reads the line first).
+template <class Out, class Body>
+void write_run(Out* out, index_t n, Stores stores, const Body& body) {
+  if (stores == Stores::cached) {
+    body(out, index_t(0), n);
+    return;
+  }
+  constexpr index_t chunk_bytes = 4096;
+  constexpr index_t chunk = chunk_bytes / index_t(sizeof(Out));
+  alignas(64) unsigned char storage[chunk_bytes];
+  Out* buffer = reinterpret_cast<Out*>(storage);
+  for (index_t begin = 0; begin < n; begin += chunk) {
+    const index_t count = std::min(chunk, n - begin);
+    body(buffer, begin, count);
+    stream_copy(out + begin, buffer, static_cast<std::size_t>(count) * sizeof(Out));
+  }
+}
+
+/// out[i] = fn(inputs[i]...) over a run whose output is dense and whose inputs are dense or
+/// broadcast (`stride` holds the output's and then each input's stride, 0 or 1): picks the
+/// compile-time form of each input, one at a time.
+template <class Out, class Fn, class Inputs, std::size_t N, class... Ready>
+void dense_run(Out* out, index_t n, Stores stores, const std::array<index_t, N>& stride,
+               const Fn& fn, const Inputs& inputs, const Ready&... ready) {
+  constexpr std::size_t k = sizeof...(Ready);
+  if constexpr (k == std::tuple_size_v<Inputs>) {
+    write_run(out, n, stores, [&](Out* dst, index_t begin, index_t count) {
+      for (index_t i = 0; i < count; ++i)
+        dst[i] = fn(ready[begin + i]...);
+    });
+  } else {
+    const auto* p = std::get<k>(inputs);
+    using E = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
+    if (stride[k + 1] == 0)
+      dense_run(out, n, stores, stride, fn, inputs, ready..., RunInput<false, E>{*p});
+    else
+      dense_run(out, n, stores, stride, fn, inputs, ready..., RunInput<true, E>{p});
+  }
+}
+
+/// out = fn(inputs...) elementwise: the views share out's shape (broadcast inputs have stride
+/// 0). The engine plans the walk with the output first; each run is a loop body here. A dense
+/// run of the output may instead go to dense_body(out, n, stores, inputs...) when all inputs
+/// are dense too (a kernel with a vectorised form of the whole run).
+template <class Out, class Fn, class DenseBody, class... In>
+void map_views_with(const char* function, const Fn& fn, const DenseBody& dense_body,
+                    const StridedView<Out>& out, const StridedView<const In>&... inputs) {
+  constexpr std::size_t N = 1 + sizeof...(In);
+  const Stores stores = stores_for_output(out);
+  for_each_run(
+      function,
+      [&](index_t n, const std::array<index_t, N>& stride, Out* o, const In*... in) {
+        bool dense = stride[0] == 1, all_dense = stride[0] == 1;
+        for (std::size_t k = 1; k < N; ++k) {
+          dense = dense && (stride[k] == 0 || stride[k] == 1);
+          all_dense = all_dense && stride[k] == 1;
+        }
+        if constexpr (!std::is_same_v<DenseBody, std::nullptr_t>) {
+          if (all_dense) {
+            dense_body(o, n, stores, in...);
+            return;
+          }
+        }
+        if (dense) {
+          dense_run(o, n, stores, stride, fn, std::tuple<const In*...>(in...));
+          return;
+        }
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+          for (index_t i = 0; i < n; ++i)
+            o[i * stride[0]] = fn(in[i * stride[I + 1]]...);
+        }
+        (std::make_index_sequence<N - 1>{});
+      },
+      out, inputs...);
+  if (stores == Stores::streaming) streaming_fence();
+}
+template <class Out, class Fn, class... In>
+void map_views(const char* function, const Fn& fn, const StridedView<Out>& out,
+               const StridedView<const In>&... inputs) {
+  map_views_with(function, fn, nullptr, out, inputs...);
+}
+
+}  // namespace tbatch::detail
