@@ -3,9 +3,13 @@
 // dims) with negative, zero and permuted strides; the integer edge cases; in-place forms and
 // their aliasing; where / masked_fill; the errors.
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <random>
+#include <sstream>
+#include <string>
 
 #include "test_support.hpp"
 
@@ -451,4 +455,162 @@ TEST_CASE("large outputs written with streaming stores equal those written throu
   tbatch::testing::check_streaming_matches_cached([&] { return where(a > 0.f, a, b); });
   tbatch::testing::check_streaming_matches_cached(
       [&] { return elementwise([](float x, float y) { return x * y + 1.f; }, a, b); });
+}
+
+// Golden cases from torch: tests/golden/math_golden.txt, written by make_math_golden.py.
+#ifndef TBATCH_MATH_GOLDEN_DIR
+#error "TBATCH_MATH_GOLDEN_DIR must name tests/golden"
+#endif
+
+namespace {
+
+struct GoldenTensor {
+  Shape shape;
+  std::vector<double> values;  // exact for every value of the dtypes used
+};
+
+struct GoldenCase {
+  std::string name, op, dtype;
+  std::map<std::string, GoldenTensor> tensors;  // a, b, c, out
+};
+
+std::vector<GoldenCase> read_math_golden() {
+  std::ifstream in(std::string(TBATCH_MATH_GOLDEN_DIR) + "/math_golden.txt");
+  REQUIRE(in.good());
+  std::vector<GoldenCase> cases;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    std::string tag;
+    words >> tag;
+    if (tag == "case") {
+      cases.emplace_back();
+      words >> cases.back().name >> cases.back().op >> cases.back().dtype;
+      continue;
+    }
+    REQUIRE(!cases.empty());
+    GoldenTensor t;
+    index_t rank = 0, numel = 0;
+    words >> rank;
+    for (index_t d = 0; d < rank; ++d) {
+      index_t size = 0;
+      words >> size;
+      t.shape.push_back(size);
+    }
+    words >> numel;
+    for (index_t i = 0; i < numel; ++i) {
+      std::string word;
+      words >> word;
+      t.values.push_back(std::strtod(word.c_str(), nullptr));
+    }
+    REQUIRE(static_cast<index_t>(t.values.size()) == t.shape.numel());
+    cases.back().tensors[tag] = t;
+  }
+  return cases;
+}
+
+template <class T>
+Tensor<T> golden_tensor(const GoldenTensor& g) {
+  Tensor<T> t(g.shape);
+  for (std::size_t i = 0; i < g.values.size(); ++i) {
+    if constexpr (FloatingElement<T>)
+      t.data()[i] = static_cast<T>(static_cast<float>(g.values[i]));
+    else
+      t.data()[i] = static_cast<T>(static_cast<std::int64_t>(g.values[i]));
+  }
+  if constexpr (std::is_same_v<T, double>)
+    for (std::size_t i = 0; i < g.values.size(); ++i)
+      t.data()[i] = g.values[i];
+  return t;
+}
+
+template <class T>
+void run_golden(const GoldenCase& c) {
+  INFO("golden case " << c.name);
+  const Tensor<T> a = golden_tensor<T>(c.tensors.at("a"));
+  auto b = [&] { return golden_tensor<T>(c.tensors.at("b")); };
+  const std::map<std::string, std::function<Tensor<T>()>> ops = [&] {
+    std::map<std::string, std::function<Tensor<T>()>> m;
+    if constexpr (ArithmeticElement<T>) {
+      m["add"] = [&] { return a + b(); };
+      m["sub"] = [&] { return a - b(); };
+      m["mul"] = [&] { return a * b(); };
+      m["div"] = [&] { return a / b(); };
+      m["minimum"] = [&] { return minimum(a, b()); };
+      m["maximum"] = [&] { return maximum(a, b()); };
+      m["pow"] = [&] { return pow(a, b()); };
+      m["round"] = [&] { return round(a); };
+      m["sign"] = [&] { return sign(a); };
+      m["where"] = [&] {
+        return where(golden_tensor<std::uint8_t>(c.tensors.at("c")) != std::uint8_t(0), a, b());
+      };
+    }
+    if constexpr (FloatingElement<T>) {
+      m["exp"] = [&] { return exp(a); };
+      m["sqrt"] = [&] { return sqrt(a); };
+      m["log"] = [&] { return log(a); };
+      m["tanh"] = [&] { return tanh(a); };
+      m["sigmoid"] = [&] { return sigmoid(a); };
+      m["sin"] = [&] { return sin(a); };
+    }
+    return m;
+  }();
+  const GoldenTensor& want = c.tensors.at("out");
+  if (c.op == "lt" || c.op == "eq") {
+    const Tensor<bool> got = c.op == "lt" ? a < b() : a == b();
+    REQUIRE(equal(got, golden_tensor<bool>(want)));
+    return;
+  }
+  REQUIRE(ops.count(c.op) == 1);
+  const Tensor<T> got = ops.at(c.op)();
+  REQUIRE(got.shape() == want.shape);
+  // Transcendental functions: within one unit in the last place of T (Eigen's, the standard
+  // library's and torch's vectorised functions round differently); the rest exactly.
+  const bool transcendental = c.op == "exp" || c.op == "sqrt" || c.op == "log" || c.op == "tanh" ||
+                              c.op == "sigmoid" || c.op == "sin" || c.op == "pow";
+  for (std::size_t i = 0; i < want.values.size(); ++i) {
+    const double g = static_cast<double>(static_cast<float>(got.data()[i]));
+    const double w = want.values[i];
+    INFO("element " << i << ": got " << g << ", torch " << w);
+    if (std::isnan(w)) {
+      CHECK(std::isnan(g));
+    } else if (transcendental) {
+      const double ulp = std::is_same_v<T, Eigen::half>       ? 0x1p-10
+                         : std::is_same_v<T, Eigen::bfloat16> ? 0x1p-7
+                                                              : 0x1p-23;
+      CHECK(std::abs(g - w) <= ulp * std::max(std::abs(w), 0x1p-14));
+    } else {
+      CHECK((g == w && std::signbit(g) == std::signbit(w)));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("golden cases from torch", "[math][golden]") {
+  const std::vector<GoldenCase> cases = read_math_golden();
+  REQUIRE(cases.size() >= 40);
+  for (const GoldenCase& c : cases) {
+    if (c.dtype == "float32")
+      run_golden<float>(c);
+    else if (c.dtype == "float64")
+      run_golden<double>(c);
+    else if (c.dtype == "float16")
+      run_golden<Eigen::half>(c);
+    else if (c.dtype == "bfloat16")
+      run_golden<Eigen::bfloat16>(c);
+    else if (c.dtype == "int8")
+      run_golden<std::int8_t>(c);
+    else if (c.dtype == "int16")
+      run_golden<std::int16_t>(c);
+    else if (c.dtype == "int32")
+      run_golden<std::int32_t>(c);
+    else if (c.dtype == "int64")
+      run_golden<std::int64_t>(c);
+    else if (c.dtype == "uint8")
+      run_golden<std::uint8_t>(c);
+    else
+      FAIL("unknown dtype " << c.dtype);
+  }
 }
