@@ -246,7 +246,8 @@ T apply_unary(T x, const UnaryParams<T>& params) {
     C r;
     if constexpr (Op == UnaryOp::neg) r = -v;
     if constexpr (Op == UnaryOp::abs) r = std::abs(v);
-    if constexpr (Op == UnaryOp::sign) r = v > C(0) ? C(1) : (v < C(0) ? C(-1) : C(0));  // torch: NaN, -0 give 0
+    if constexpr (Op == UnaryOp::sign)
+      r = v > C(0) ? C(1) : (v < C(0) ? C(-1) : C(0));  // torch: NaN, -0 give 0
     if constexpr (Op == UnaryOp::sqrt) r = std::sqrt(v);
     if constexpr (Op == UnaryOp::rsqrt) r = C(1) / std::sqrt(v);
     if constexpr (Op == UnaryOp::exp) r = std::exp(v);
