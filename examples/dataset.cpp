@@ -98,11 +98,8 @@ int main() {
   ok = ok && first_steps.get<float>("joints").shape() == Shape{robots, 2, joints} &&
        first_steps.get<float>({"target", "joints"}).shape() == Shape{robots, 2, joints};
 
-  Tensor<bool> low(Shape{robots, steps});
-  index_t low_count = 0;
-  for (index_t r = 0; r < robots; ++r)
-    for (index_t t = 0; t < steps; ++t)
-      low_count += (low(r, t) = battery(r, t) < 0.5f);
+  const Tensor<bool> low = battery < 0.5f;
+  const index_t low_count = sum(low).item();       // a bool sum counts, in int64
   const TensorDict low_battery = td.index({low});  // a copy, one batch dim of the selected steps
   ok = ok && low_battery.batch_size() == Shape{low_count};
   for (index_t r = 0, k = 0; r < robots; ++r)
@@ -130,12 +127,11 @@ int main() {
   for (std::size_t m = 0; m < minibatches.size(); ++m) {
     const TensorDict& mb = minibatches[m];
     ok = ok && mb.batch_size() == Shape{8};
-    double mean_battery = 0;
     for (index_t k = 0; k < 8; ++k) {
       const index_t sample = order[m * 8 + static_cast<std::size_t>(k)];
       ok = ok && holds_sample(mb, k, sample / steps, sample % steps);
-      mean_battery += mb.get<float>("battery")(k) / 8.0;
     }
+    const float mean_battery = mean(mb.get<float>("battery")).item();
     std::printf(" [%zu] mean battery %.3f", m, mean_battery);
   }
   std::printf("\n");

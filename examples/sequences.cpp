@@ -86,17 +86,13 @@ int main() {
   Tensor<float> smoothed(Shape{total, features});
   index_t k = 0;
   for (index_t i = 0; i < reflected.batch_size(); ++i) {
+    // (steps, features, window): each step's window, a view; its mean is the moving average.
     const Tensor<float> windows = reflected.element(i).unfold(0, window, 1);
-    for (index_t t = 0; t < windows.size(0); ++t, ++k) {
-      element_index(k) = i;
-      step_index(k) = t;
-      for (index_t d = 0; d < features; ++d) {
-        float sum = 0.0f;
-        for (index_t j = 0; j < window; ++j)
-          sum += windows(t, d, j);
-        smoothed(k, d) = sum / float(window);
-      }
-    }
+    const index_t steps = windows.size(0);
+    tbatch::copy(tbatch::mean(windows, -1).view(), smoothed.narrow(0, k, steps).view());
+    tbatch::fill(element_index.narrow(0, k, steps).view(), i);
+    tbatch::copy(tbatch::arange<index_t>(steps).view(), step_index.narrow(0, k, steps).view());
+    k += steps;
   }
 
   // Scatter the smoothed steps back into the original padded batch (a new batch; the padding

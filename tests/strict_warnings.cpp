@@ -304,6 +304,21 @@ void optional_calls() {
 
 /// The maths of tbatch/math/ that T accepts.
 template <class T>
+void reduction_calls(const Tensor<T>& a, const Tensor<T>& b) {
+  (void)sum(a), (void)sum(a, {0, 1}, true), (void)cumsum(a, -1), (void)a.item();
+  (void)stack(std::vector<Tensor<T>>{a, a}, 1), (void)cat(std::vector<Tensor<T>>{a, a}, 1);
+  (void)split(a, 2, 1), (void)chunk(a, 2), (void)zeros_like(a), (void)ones_like(a);
+  (void)full_like(a, ScalarOf<T>(1)), (void)zeros<T>({2}), (void)ones<T>({2});
+  if constexpr (ArithmeticElement<T>) {
+    (void)prod(a, 1), (void)amax(a), (void)amin(a, 0, true), (void)argmax(a, 1), (void)argmin(a);
+    (void)matmul(a, b), (void)arange<T>(ScalarOf<T>(3));
+  }
+  if constexpr (FloatingElement<T>)
+    (void)mean(a, 1), (void)logsumexp(a, {0, 1}), (void)softmax(a, 1), (void)log_softmax(a, 0);
+  if constexpr (std::is_same_v<T, bool>) (void)any(a), (void)all(b, 0);
+}
+
+template <class T>
 void math_calls() {
   const Tensor<T> a({2, 3}, T(1)), b({3}, T(1));
   Tensor<T> x = a.clone();
@@ -329,6 +344,7 @@ void math_calls() {
   }
   if constexpr (std::is_same_v<T, bool>)
     (void)logical_and(a, b), (void)logical_or(a, b), (void)logical_not(a);
+  reduction_calls<T>(a, b);
 }
 
 }  // namespace tbatch_strict

@@ -691,6 +691,87 @@ void math_rows() {
   }
 }
 
+// Reductions, softmax and matmul (tbatch/math): a new tensor per call on every side.
+void reduction_rows() {
+  constexpr index_t kSide = 4096, kRows = 4096, kCols = 1024, kProduct = 512;
+  using RowMajor = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Tensor<float> m = random_tensor(Shape{kSide, kSide}, 31);
+  const torch::Tensor tm = torch_view(m);
+  const Eigen::Map<const RowMajor> em(m.data(), kSide, kSide);
+  expect_same("sum(m, 1)", sum(m, 1), tm.sum(1));
+  expect_same("sum(m, 0)", sum(m, 0), tm.sum(0));
+  for (const index_t dim : {index_t(1), index_t(0)}) {
+    Row row;
+    row.op = dim == 1 ? "sum over the last dim" : "sum over the first dim";
+    row.shape = "4096x4096 f32";
+    row.bytes = double(kSide * kSide * 4 + kSide * 4);
+    row.note = "read-only traffic: memcpy's rate is a bound for reads + writes";
+    row.tbatch = [&m, dim] { keep(sum(m, dim)); };
+    row.torch = {{dim == 1 ? "sum(-1)" : "sum(0)", [&tm, dim] { keep(tm.sum(dim)); }}};
+    if (dim == 1)
+      row.eigen = {{"rowwise().sum()", [em] {
+                      Eigen::ArrayXf r = em.rowwise().sum();
+                      keep(r);
+                    }}};
+    else
+      row.eigen = {{"colwise().sum()", [em] {
+                      Eigen::Array<float, 1, Eigen::Dynamic> r = em.colwise().sum();
+                      keep(r);
+                    }}};
+    run_row(row);
+  }
+  const Tensor<float> scores = random_tensor(Shape{kRows, kCols}, 32);
+  const torch::Tensor tscores = torch_view(scores);
+  expect_same("softmax", softmax(scores, -1), torch::softmax(tscores, -1));
+  auto eigen_softmax = [](const Eigen::Map<const RowMajor>& x) {
+    RowMajor r = (x.colwise() - x.rowwise().maxCoeff()).exp();
+    r.colwise() /= r.rowwise().sum();
+    return r;
+  };
+  {
+    Row row;
+    row.op = "softmax(x, -1)";
+    row.shape = "4096x1024 f32";
+    row.bytes = 2.0 * kRows * kCols * 4;
+    row.tbatch = [&] { keep(softmax(scores, -1)); };
+    row.torch = {{"softmax(-1)", [&] { keep(torch::softmax(tscores, -1)); }}};
+    const Eigen::Map<const RowMajor> ex(scores.data(), kRows, kCols);
+    row.eigen = {{"exp(x - max) / sum", [ex, eigen_softmax] { keep(eigen_softmax(ex)); }}};
+    run_row(row);
+  }
+  const Tensor<float> small = random_tensor(Shape{64, 64}, 33);
+  const torch::Tensor tsmall = torch_view(small);
+  {
+    Row row;
+    row.op = "softmax (small, in cache)";
+    row.shape = "64x64 f32";
+    row.tbatch = [&] { keep(softmax(small, -1)); };
+    row.torch = {{"softmax(-1)", [&] { keep(torch::softmax(tsmall, -1)); }}};
+    const Eigen::Map<const RowMajor> ex(small.data(), 64, 64);
+    row.eigen = {{"exp(x - max) / sum", [ex, eigen_softmax] { keep(eigen_softmax(ex)); }}};
+    run_row(row);
+  }
+  const Tensor<float> a = random_tensor(Shape{kProduct, kProduct}, 34),
+                      b = random_tensor(Shape{kProduct, kProduct}, 35);
+  const torch::Tensor ta = torch_view(a), tb = torch_view(b);
+  expect_same("matmul", matmul(a, b), torch::matmul(ta, tb));
+  {
+    Row row;
+    row.op = "matmul";
+    row.shape = "512x512 @ 512x512 f32";
+    row.tbatch = [&] { keep(matmul(a, b)); };
+    row.torch = {{"matmul", [&] { keep(torch::matmul(ta, tb)); }}};
+    using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const Eigen::Map<const Matrix> ea(a.data(), kProduct, kProduct),
+        eb(b.data(), kProduct, kProduct);
+    row.eigen = {{"Matrix a * b", [ea, eb] {
+                    Matrix r = ea * eb;
+                    keep(r);
+                  }}};
+    run_row(row);
+  }
+}
+
 void space_to_batch_rows(int threads) {
   const std::string suffix = threads > 1 ? " (2 threads)" : "";
   const Shape in_shape{8, 224, 224, 64};
@@ -1181,6 +1262,7 @@ int main(int argc, char** argv) {
       segment_rows();
       tensordict_rows();
       math_rows();
+      reduction_rows();
     }
   }
 

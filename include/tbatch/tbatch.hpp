@@ -22,6 +22,11 @@
 #include "tbatch/tensor/tensor.hpp"
 
 #include "tbatch/math/elementwise.hpp"
+#include "tbatch/math/factories.hpp"
+#include "tbatch/math/joins.hpp"
+#include "tbatch/math/matmul.hpp"
+#include "tbatch/math/reductions.hpp"
+#include "tbatch/math/softmax.hpp"
 
 #include "tbatch/batch/conversions.hpp"
 #include "tbatch/batch/layouts.hpp"

@@ -10,7 +10,9 @@ Every case is torch's result on CPU (where torch 1.13 has no float16 kernel for 
 CPU, the function in float rounded to float16, which is how torch computes the others): float16 and bfloat16 arithmetic and functions, integer
 division with truncation (torch.div(rounding_mode="trunc"), which is what tbatch's integer /
 means), integer wrapping, NaN through minimum / maximum, round half to even, sign, where with
-broadcasting.
+broadcasting; softmax, log_softmax, logsumexp (large values too), cumsum, sums of integers
+(int64 results), mean, prod, amax with NaN, argmax / argmin with ties and NaN. A reduction's op is
+"<name>@<dims>", dims a comma-separated list or "all".
 
 File format, one token stream per case; floats are written as C hex floats (exact), "nan",
 "inf" or "-inf", integers in decimal:
@@ -124,6 +126,47 @@ def main():
     a = torch.arange(6, dtype=torch.float32).reshape(1, 6)
     b = torch.tensor([-1.0, -2.0, -3.0, -4.0, -5.0, -6.0], dtype=torch.float32)
     add("float32_where_broadcast", "where", "float32", torch.where(cond, a, b), a, b, cond)
+
+    # Reductions, softmax and scans: "<op>@<dims>" reduces over dims ("all": every dim).
+    def float16_or_float(fn, x):
+        try:
+            return fn(x)
+        except RuntimeError:  # no float16 kernel on CPU in torch 1.13: computed in float
+            return fn(x.float()).to(x.dtype)
+
+    x = torch.randn(3, 5, generator=gen) * 3
+    add("float32_softmax_last", "softmax@-1", "float32", torch.softmax(x, -1), x)
+    add("float32_softmax_first", "softmax@0", "float32", torch.softmax(x, 0), x)
+    add("float64_log_softmax", "log_softmax@1", "float64", torch.log_softmax(x.double(), 1),
+        x.double())
+    big = torch.tensor([[1000.0, 1001.0, 1002.0], [-1000.0, -1000.0, -999.0]])
+    add("float32_log_softmax_large", "log_softmax@1", "float32", torch.log_softmax(big, 1), big)
+    add("float32_softmax_large", "softmax@1", "float32", torch.softmax(big, 1), big)
+    h = x.half()
+    add("float16_softmax", "softmax@1", "float16",
+        float16_or_float(lambda t: torch.softmax(t, 1), h), h)
+    add("float32_logsumexp_dim", "logsumexp@1", "float32", torch.logsumexp(x, 1), x)
+    add("float32_logsumexp_all", "logsumexp@0,1", "float32", torch.logsumexp(x, (0, 1)), x)
+    add("float32_logsumexp_large", "logsumexp@1", "float32", torch.logsumexp(big, 1), big)
+    add("float16_logsumexp", "logsumexp@0", "float16",
+        float16_or_float(lambda t: torch.logsumexp(t, 0), h), h)
+    add("float32_cumsum", "cumsum@0", "float32", torch.cumsum(x, 0), x)
+    i8 = torch.tensor([[100, 100, -128], [27, 1, -1]], dtype=torch.int8)
+    add("int8_cumsum_widens", "cumsum@1", "int8", torch.cumsum(i8, 1), i8)
+    add("int8_sum_widens", "sum@1", "int8", torch.sum(i8, 1), i8)
+    add("uint8_sum_all", "sum@all", "uint8", torch.sum(i8.to(torch.uint8)), i8.to(torch.uint8))
+    add("float16_mean", "mean@0", "float16", float16_or_float(lambda t: torch.mean(t, 0), h), h)
+    add("float32_prod", "prod@1", "float32", torch.prod(x, 1), x)
+    add("float32_amax_nan", "amax@1", "float32",
+        torch.amax(torch.tensor([[1.0, nan, 3.0], [4.0, 5.0, 6.0]]), 1),
+        torch.tensor([[1.0, nan, 3.0], [4.0, 5.0, 6.0]]))
+    ties = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 0.0, 0.0], [nan, 1.0, nan, 5.0]])
+    add("float32_argmax_ties", "argmax@1", "float32", torch.argmax(ties, 1), ties)
+    add("float32_argmin_ties", "argmin@1", "float32", torch.argmin(ties, 1), ties)
+    add("float32_argmax_ties_dim0", "argmax@0", "float32", torch.argmax(ties, 0), ties)
+    it = torch.tensor([[5, 1, 5], [0, 7, 7]], dtype=torch.int32)
+    add("int32_argmax_ties", "argmax@1", "int32", torch.argmax(it, 1), it)
+    add("int32_argmin_all", "argmin@all", "int32", torch.argmin(it), it)
 
     path = os.path.join(HERE, "math_golden.txt")
     with open(path, "w") as f:

@@ -192,6 +192,17 @@ class Tensor : public ViewMethods<Tensor<T>> {
     return {};
   }
 
+  /// The runtime tag of T.
+  DType dtype() const { return dtype_of<T>; }
+  /// The value of a tensor of one element (0-d, or any shape with numel() == 1), as torch's
+  /// item(); ValueError otherwise.
+  T item() const {
+    if (numel() != 1)
+      detail::fail<ValueError>("item", "needs a tensor of one element, got shape ", shape(), " (",
+                               numel(), " elements)");
+    return *data();
+  }
+
   /// Pointer to the first element of this view.
   T* data() { return base() + layout_.offset; }
   const T* data() const { return base() + layout_.offset; }

@@ -1,0 +1,338 @@
+#pragma once
+// The reduction kernels: loop bodies on the engine (view/for_each.hpp's for_each_run) that fold
+// a tensor into an accumulator viewed at the tensor's shape with stride 0 along the reduced
+// dims. A run along reduced dims (accumulator stride 0) is folded in independent lanes, which
+// vectorise; a run along kept dims adds a row into the accumulator row, which vectorises too.
+// Header-only mode instantiates the kernel where it is called; compiled mode calls the
+// library's entry points (reduce_raw, sum_exp_raw, arg_reduce_raw, cumulate_raw).
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "tbatch/base/config.hpp"
+#include "tbatch/math/elementwise_ops.hpp"
+#include "tbatch/view/raw_view.hpp"
+#include "tbatch/view/strided_view.hpp"
+
+#if TBATCH_DEFINITIONS
+#include <Eigen/Core>
+#include <cmath>
+
+#include "tbatch/base/errors.hpp"
+#include "tbatch/view/for_each.hpp"
+#endif
+#ifdef TBATCH_BUILDING_LIBRARY
+#include "tbatch/math/elementwise_kernel.hpp"  // dispatch_enum
+#endif
+
+namespace tbatch::detail {
+
+enum class Reduction : int { sum, prod, amax, amin, any, all };
+
+/// The type a reduction of T accumulates in: bool for any / all; T for amax / amin (float for
+/// the 16-bit floats); for sums and products double for float and double (a float accumulator
+/// loses the small sums of values that cancel), float for the 16-bit floats and int64 for
+/// integers and bools (torch's result type).
+template <Reduction R, class T>
+using AccumulatorOf = std::conditional_t<
+    R == Reduction::any || R == Reduction::all, bool,
+    std::conditional_t<
+        R == Reduction::amax || R == Reduction::amin, ComputeType<T>,
+        std::conditional_t<std::is_floating_point_v<T>, double,
+                           std::conditional_t<FloatingElement<T>, float, std::int64_t>>>>;
+
+/// True when reduction R is defined on T: any / all on bool, sum on every type (a bool sum
+/// counts), the others on the arithmetic types.
+template <Reduction R, class T>
+constexpr bool reduction_accepts() {
+  if constexpr (R == Reduction::any || R == Reduction::all)
+    return std::is_same_v<T, bool>;
+  else if constexpr (R == Reduction::sum)
+    return Element<T>;
+  else
+    return ArithmeticElement<T>;
+}
+
+/// The value an accumulator of R starts from (the result of reducing nothing).
+template <Reduction R, class A>
+A reduction_identity() {
+  if constexpr (R == Reduction::sum) return A(0);
+  if constexpr (R == Reduction::prod) return A(1);
+  if constexpr (R == Reduction::any) return false;
+  if constexpr (R == Reduction::all) return true;
+  if constexpr (R == Reduction::amax)
+    return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
+                                                : std::numeric_limits<A>::lowest();
+  if constexpr (R == Reduction::amin)
+    return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity()
+                                                : std::numeric_limits<A>::max();
+}
+
+/// acc combined with v: integer sums and products wrap; amax / amin propagate NaN.
+template <Reduction R, class A>
+A combine(A acc, A v) {
+  if constexpr (R == Reduction::any) return acc || v;
+  if constexpr (R == Reduction::all) return acc && v;
+  if constexpr (R == Reduction::sum || R == Reduction::prod) {
+    if constexpr (std::is_integral_v<A>) {
+      const auto x = static_cast<std::uint64_t>(acc), y = static_cast<std::uint64_t>(v);
+      return static_cast<A>(R == Reduction::sum ? x + y : x * y);
+    } else {
+      return R == Reduction::sum ? acc + v : acc * v;
+    }
+  }
+  if constexpr (R == Reduction::amax) return is_nan(acc) || !(acc < v || is_nan(v)) ? acc : v;
+  if constexpr (R == Reduction::amin) return is_nan(acc) || !(v < acc || is_nan(v)) ? acc : v;
+}
+
+/// The library's entry points (compiled mode). `acc` (the accumulator type of `op` on x's
+/// dtype) is x's shape with stride 0 along the reduced dims and already holds the identity.
+TBATCH_INLINE void reduce_raw(Reduction op, const RawView& x, const RawView& acc);
+/// acc += exp(x - shift), the second pass of logsumexp; shift and acc have acc's dtype.
+TBATCH_INLINE void sum_exp_raw(const RawView& x, const RawView& shift, const RawView& acc);
+/// The first position of the largest (or smallest) element of x along the reduced dim into
+/// `index` (int64, -1 to start), with its value in `best`; `position` gives each element's
+/// position along that dim. NaN counts as larger and smaller than everything, as in torch.
+TBATCH_INLINE void arg_reduce_raw(bool largest, const RawView& x, const RawView& position,
+                                  const RawView& best, const RawView& index);
+/// out += previous elementwise, in the walk's order: `previous` is `out` one step back along the
+/// scanned dim, so each step adds the sum written just before (cumsum's scan).
+TBATCH_INLINE void cumulate_raw(const RawView& out, const RawView& previous);
+
+#if TBATCH_DEFINITIONS
+
+/// R over n contiguous elements from `in`, in independent lanes (the compiler vectorises
+/// them) combined pairwise. Float sums run their lanes in float and add each block of 512
+/// elements into a double.
+template <Reduction R, class A, class T>
+A fold_dense(const T* in, index_t n) {
+  using Lane = A;
+  using Total = std::conditional_t<
+      std::is_same_v<Lane, float> && (R == Reduction::sum || R == Reduction::prod), double, A>;
+  constexpr index_t lanes = std::max<index_t>(8, 128 / index_t(sizeof(Lane)));
+  constexpr index_t block = 16 * lanes;
+  Total total = reduction_identity<R, Total>();
+  for (index_t begin = 0; begin < n; begin += block) {
+    const index_t end = std::min(n, begin + block);
+    Lane lane[static_cast<std::size_t>(lanes)];
+    for (Lane& l : lane)
+      l = reduction_identity<R, Lane>();
+    index_t i = begin;
+    for (; i + lanes <= end; i += lanes)
+      for (index_t j = 0; j < lanes; ++j)
+        lane[j] = combine<R>(lane[j], static_cast<Lane>(in[i + j]));
+    for (index_t j = 0; i < end; ++i, ++j)
+      lane[j] = combine<R>(lane[j], static_cast<Lane>(in[i]));
+    for (index_t width = lanes / 2; width > 0; width /= 2)
+      for (index_t j = 0; j < width; ++j)
+        lane[j] = combine<R>(lane[j], lane[j + width]);
+    total = combine<R>(total, static_cast<Total>(lane[0]));
+  }
+  return static_cast<A>(total);
+}
+
+/// Folds x into acc (x's shape, stride 0 along the reduced dims) along the engine's rows of runs:
+/// a run along reduced dims is folded in lanes; dense rows that all fold into one dense
+/// accumulator run are added four at a time, so the accumulator is read and written once per
+/// four rows.
+template <Reduction R, class T>
+void reduce_views(const StridedView<const T>& x, const StridedView<AccumulatorOf<R, T>>& acc) {
+  using A = AccumulatorOf<R, T>;
+  check_same_shapes("reduce", acc, x);
+  const RunPlan<2> plan = plan_runs<2>(x.shape(), {&acc.strides(), &x.strides()});
+  const index_t n = plan.numel == 0 ? 0 : plan.run_length();
+  const index_t a_in = plan.numel == 0 ? 0 : plan.inner_stride(0);
+  const index_t x_in = plan.numel == 0 ? 0 : plan.inner_stride(1);
+  const index_t a_row = plan.row_stride(0), x_row = plan.row_stride(1);
+  auto in = [](const T& v) { return static_cast<A>(v); };
+  walk_rows(plan, {0, 0}, [&](const std::array<index_t, 2>& at, index_t rows) {
+    A* a = acc.data() + at[0];
+    const T* p = x.data() + at[1];
+    if (a_in == 0) {  // runs of reduced elements
+      for (index_t r = 0; r < rows; ++r) {
+        const T* run = p + r * x_row;
+        A folded = reduction_identity<R, A>();
+        if (x_in == 1)
+          folded = fold_dense<R, A>(run, n);
+        else
+          for (index_t i = 0; i < n; ++i)
+            folded = combine<R>(folded, in(run[i * x_in]));
+        a[r * a_row] = combine<R>(a[r * a_row], folded);
+      }
+      return;
+    }
+    index_t r = 0;
+    if (a_in == 1 && x_in == 1 && a_row == 0) {
+      for (; r + 4 <= rows; r += 4) {
+        const T *p0 = p + r * x_row, *p1 = p0 + x_row, *p2 = p1 + x_row, *p3 = p2 + x_row;
+        for (index_t i = 0; i < n; ++i)
+          a[i] = combine<R>(
+              a[i], combine<R>(combine<R>(in(p0[i]), in(p1[i])), combine<R>(in(p2[i]), in(p3[i]))));
+      }
+    }
+    for (; r < rows; ++r)
+      for (index_t i = 0; i < n; ++i) {
+        A& target = a[r * a_row + i * a_in];
+        target = combine<R>(target, in(p[r * x_row + i * x_in]));
+      }
+  });
+}
+
+template <class T>
+void sum_exp_views(const StridedView<const T>& x, const StridedView<const ComputeType<T>>& shift,
+                   const StridedView<ComputeType<T>>& acc) {
+  using C = ComputeType<T>;
+  for_each_run(
+      "logsumexp",
+      [](index_t n, const std::array<index_t, 3>& stride, C* a, const T* in, const C* s) {
+        if constexpr (std::is_same_v<T, C>) {
+          if (stride[0] == 0 && stride[1] == 1 && stride[2] == 0) {
+            using Array = Eigen::Array<C, Eigen::Dynamic, 1>;
+            *a += (Eigen::Map<const Array>(in, n) - *s).exp().sum();
+            return;
+          }
+        }
+        for (index_t i = 0; i < n; ++i)
+          a[i * stride[0]] += std::exp(static_cast<C>(in[i * stride[1]]) - s[i * stride[2]]);
+      },
+      acc, x, shift);
+}
+
+template <class T>
+void arg_reduce_views(bool largest, const StridedView<const T>& x,
+                      const StridedView<const index_t>& position,
+                      const StridedView<ComputeType<T>>& best, const StridedView<index_t>& index) {
+  using C = ComputeType<T>;
+  // True when v at position p replaces the best so far (b at position i, none when i < 0): NaN
+  // beats every number, and of equal values the first position wins.
+  auto better = [largest](C v, index_t p, C b, index_t i) {
+    if (i < 0) return true;
+    if (is_nan(b)) return is_nan(v) && p < i;
+    if (is_nan(v)) return true;
+    if (v == b) return p < i;
+    return largest ? b < v : v < b;
+  };
+  for_each_run(
+      largest ? "argmax" : "argmin",
+      [&](index_t n, const std::array<index_t, 4>& stride, C* b, index_t* i, const T* in,
+          const index_t* p) {
+        for (index_t k = 0; k < n; ++k) {
+          C& bk = b[k * stride[0]];
+          index_t& ik = i[k * stride[1]];
+          const C v = static_cast<C>(in[k * stride[2]]);
+          const index_t pk = p[k * stride[3]];
+          if (better(v, pk, bk, ik)) {
+            bk = v;
+            ik = pk;
+          }
+        }
+      },
+      best, index, x, position);
+}
+
+template <class A>
+void cumulate_views(const StridedView<A>& out, const StridedView<const A>& previous) {
+  for_each_run(
+      "cumsum",
+      [](index_t n, const std::array<index_t, 2>& stride, A* o, const A* p) {
+        for (index_t i = 0; i < n; ++i)
+          o[i * stride[0]] = combine<Reduction::sum>(o[i * stride[0]], p[i * stride[1]]);
+      },
+      out, previous);
+}
+
+#endif  // TBATCH_DEFINITIONS
+
+/// The kernels of one element type: instantiated here in header-only mode, the library's
+/// otherwise.
+template <Reduction R, class T>
+void run_reduce(const StridedView<const T>& x, const StridedView<AccumulatorOf<R, T>>& acc) {
+#if TBATCH_DEFINITIONS
+  reduce_views<R, T>(x, acc);
+#else
+  reduce_raw(R, raw_view(x), raw_view(acc));
+#endif
+}
+template <class T>
+void run_sum_exp(const StridedView<const T>& x, const StridedView<const ComputeType<T>>& shift,
+                 const StridedView<ComputeType<T>>& acc) {
+#if TBATCH_DEFINITIONS
+  sum_exp_views<T>(x, shift, acc);
+#else
+  sum_exp_raw(raw_view(x), raw_view(shift), raw_view(acc));
+#endif
+}
+template <class T>
+void run_arg_reduce(bool largest, const StridedView<const T>& x,
+                    const StridedView<const index_t>& position,
+                    const StridedView<ComputeType<T>>& best, const StridedView<index_t>& index) {
+#if TBATCH_DEFINITIONS
+  arg_reduce_views<T>(largest, x, position, best, index);
+#else
+  arg_reduce_raw(largest, raw_view(x), raw_view(position), raw_view(best), raw_view(index));
+#endif
+}
+template <class A>
+void run_cumulate(const StridedView<A>& out, const StridedView<const A>& previous) {
+#if TBATCH_DEFINITIONS
+  cumulate_views<A>(out, previous);
+#else
+  cumulate_raw(raw_view(out), raw_view(previous));
+#endif
+}
+
+}  // namespace tbatch::detail
+
+#ifdef TBATCH_BUILDING_LIBRARY
+
+namespace tbatch::detail {
+
+TBATCH_INLINE void reduce_raw(Reduction op, const RawView& x, const RawView& acc) {
+  dispatch_dtype(x.dtype, [&]<class T>(std::type_identity<T>) {
+    dispatch_enum<Reduction, int(Reduction::all) + 1>(
+        op,
+        [&]<Reduction R>(std::integral_constant<Reduction, R>) {
+          if constexpr (reduction_accepts<R, T>())
+            reduce_views<R, T>(typed_view<const T>(x), typed_view<AccumulatorOf<R, T>>(acc));
+          else
+            fail<TypeError>("reduce", "reduction ", int(R), " is not defined on ",
+                            dtype_name_of<T>);
+        },
+        "reduce");
+  });
+}
+
+TBATCH_INLINE void sum_exp_raw(const RawView& x, const RawView& shift, const RawView& acc) {
+  dispatch_dtype(x.dtype, [&]<class T>(std::type_identity<T>) {
+    if constexpr (FloatingElement<T>)
+      sum_exp_views<T>(typed_view<const T>(x), typed_view<const ComputeType<T>>(shift),
+                       typed_view<ComputeType<T>>(acc));
+    else
+      fail<TypeError>("logsumexp", "needs a floating dtype, got ", dtype_name_of<T>);
+  });
+}
+
+TBATCH_INLINE void arg_reduce_raw(bool largest, const RawView& x, const RawView& position,
+                                  const RawView& best, const RawView& index) {
+  dispatch_dtype(x.dtype, [&]<class T>(std::type_identity<T>) {
+    arg_reduce_views<T>(largest, typed_view<const T>(x), typed_view<const index_t>(position),
+                        typed_view<ComputeType<T>>(best), typed_view<index_t>(index));
+  });
+}
+
+TBATCH_INLINE void cumulate_raw(const RawView& out, const RawView& previous) {
+  dispatch_dtype(out.dtype, [&]<class A>(std::type_identity<A>) {
+    if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double> ||
+                  std::is_same_v<A, std::int64_t>)
+      cumulate_views<A>(typed_view<A>(out), typed_view<const A>(previous));
+    else
+      fail<TypeError>("cumsum", "accumulates in float, double or int64, got ", dtype_name_of<A>);
+  });
+}
+
+}  // namespace tbatch::detail
+
+#endif  // TBATCH_BUILDING_LIBRARY

@@ -1,0 +1,183 @@
+#pragma once
+// softmax and log_softmax along one dim, numerically stable (the maximum is subtracted first).
+// Along a dim of stride 1 each row is one loop body of the engine: the row is read once for
+// its maximum and once for exp and the sum while it sits in cache, then scaled in place.
+// Along other dims the maximum and the sum are reductions (math/reductions.hpp) whose runs
+// cross the rows, so that every pass streams through memory.
+
+#include <array>
+#include <cmath>
+#include <type_traits>
+
+#include "tbatch/base/config.hpp"
+#include "tbatch/base/dtype.hpp"
+#include "tbatch/math/elementwise_ops.hpp"
+#include "tbatch/math/reduction_kernel.hpp"
+#include "tbatch/tensor/tensor.hpp"
+#include "tbatch/view/layout.hpp"
+#include "tbatch/view/raw_view.hpp"
+
+#if TBATCH_DEFINITIONS
+#include <Eigen/Core>
+
+#include "tbatch/view/for_each.hpp"
+#endif
+
+namespace tbatch {
+namespace detail {
+
+/// The library's entry point (compiled mode): softmax (log_softmax when `log`) of x along `dim`
+/// into `out`, a fresh contiguous tensor of x's shape and dtype.
+TBATCH_INLINE void softmax_raw(bool log, const RawView& x, const RawView& out, index_t dim);
+
+#if TBATCH_DEFINITIONS
+
+/// The (log-)softmax of the n values of `row` in place.
+template <class C>
+void softmax_row(bool log, C* row, index_t n) {
+  using Array = Eigen::Array<C, Eigen::Dynamic, 1>;
+  Eigen::Map<Array> v(row, n);
+  const C m = v.maxCoeff();
+  if (log) {  // (x - m) - log(s): adding m to log(s) first would round it at m's magnitude
+    v -= m;
+    v -= std::log(v.exp().sum());
+  } else {
+    v = (v - m).exp();
+    v *= C(1) / v.sum();
+  }
+}
+
+/// softmax along `dim` for rows of stride 1 in x: the engine walks x and out with `dim`
+/// collapsed to size 1 and hands the kernel each row's first element.
+template <class T>
+void softmax_rows(bool log, const StridedView<const T>& x, const StridedView<T>& out,
+                  std::size_t dim) {
+  using C = ComputeType<T>;
+  const index_t n = x.shape()[dim], out_stride = out.strides()[dim];
+  Layout x_rows = x.layout(), out_rows = out.layout();
+  x_rows.shape.set(dim, 1);
+  out_rows.shape.set(dim, 1);
+  Eigen::Array<C, Eigen::Dynamic, 1> buffer(n);
+  for_each_run(
+      "softmax",
+      [&](index_t rows, const std::array<index_t, 2>& stride, T* o, const T* in) {
+        for (index_t r = 0; r < rows; ++r) {
+          const T* source = in + r * stride[1];
+          T* target = o + r * stride[0];
+          if constexpr (std::is_same_v<T, C>) {
+            if (out_stride == 1) {
+              if (target != source) std::copy(source, source + n, target);
+              softmax_row(log, target, n);
+              continue;
+            }
+          }
+          for (index_t i = 0; i < n; ++i)
+            buffer[i] = static_cast<C>(source[i]);
+          softmax_row(log, buffer.data(), n);
+          for (index_t i = 0; i < n; ++i)
+            target[i * out_stride] = static_cast<T>(buffer[i]);
+        }
+      },
+      StridedView<T>(out.element_pointer(), std::move(out_rows)),
+      StridedView<const T>(x.element_pointer(), std::move(x_rows)));
+}
+
+/// softmax along a strided `dim`: the maximum, exp and the sum as passes over all of x.
+template <class T>
+void softmax_strided(bool log, const StridedView<const T>& x, const StridedView<T>& out,
+                     std::size_t dim) {
+  using C = ComputeType<T>;
+  Shape kept = x.shape();
+  kept.set(dim, 1);
+  auto at_x = [&](Tensor<C>& t) {
+    return StridedView<C>(t.element_pointer(),
+                          layout::broadcast(t.layout(), x.shape(), "softmax", "a row value"));
+  };
+  Tensor<C> maximum(kept, reduction_identity<Reduction::amax, C>());
+  reduce_views<Reduction::amax, T>(x, at_x(maximum));
+  Tensor<C> sum(kept);
+  sum_exp_views<T>(x, StridedView<const C>(at_x(maximum)), at_x(sum));
+  // softmax = exp(x - m) / s; log_softmax = (x - m) - log(s)
+  if (log) for_each([](C& s) { s = std::log(s); }, sum);
+  for_each_run(
+      "softmax",
+      [log](index_t n, const std::array<index_t, 4>& stride, T* o, const T* in, const C* m,
+            const C* s) {
+        for (index_t i = 0; i < n; ++i) {
+          const C v = static_cast<C>(in[i * stride[1]]);
+          const C shifted = v - m[i * stride[2]];
+          o[i * stride[0]] = static_cast<T>(log ? shifted - s[i * stride[3]]
+                                                : std::exp(shifted) / s[i * stride[3]]);
+        }
+      },
+      out, x, StridedView<const C>(at_x(maximum)), StridedView<const C>(at_x(sum)));
+}
+
+template <class T>
+void softmax_views(bool log, const StridedView<const T>& x, const StridedView<T>& out,
+                   index_t dim) {
+  const auto d = static_cast<std::size_t>(dim);
+  if (x.shape().numel() == 0) return;
+  if (x.strides()[d] == 1 || x.shape()[d] == 1)
+    softmax_rows<T>(log, x, out, d);
+  else
+    softmax_strided<T>(log, x, out, d);
+}
+
+#endif  // TBATCH_DEFINITIONS
+
+template <class T>
+Tensor<T> softmax_of(bool log, const Tensor<T>& x, index_t dim, const char* function) {
+  static_assert(FloatingElement<T>,
+                "tbatch: softmax and log_softmax need a floating element "
+                "type: cast<float>() first");
+  Tensor<T> out = Tensor<T>::empty(x.shape());
+  if (x.dim() == 0) {  // torch: one element, softmax 1 and log_softmax 0 (NaN stays NaN)
+    layout::normalize_dim(dim, 1, function);
+    const auto v = static_cast<ComputeType<T>>(x.item());
+    *out.data() = static_cast<T>(log ? v - v : (v - v) + 1);
+    return out;
+  }
+  const index_t d = layout::normalize_dim(dim, x.dim(), function);
+#if TBATCH_DEFINITIONS
+  softmax_views<T>(log, x.view(), out.view(), d);
+#else
+  softmax_raw(log, raw_view(x.view()), raw_view(out.view()), d);
+#endif
+  return out;
+}
+
+}  // namespace detail
+
+/// exp(x) / sum(exp(x)) along `dim`, computed as exp(x - max) / sum(exp(x - max)) so that no
+/// exp overflows; the 16-bit floats are computed in float. A row holding NaN or +inf gives NaN
+/// (as torch). IndexError for a dim out of range.
+template <Element T>
+Tensor<T> softmax(const Tensor<T>& x, index_t dim) {
+  return detail::softmax_of(false, x, dim, "softmax");
+}
+/// log(softmax(x, dim)), computed as x - max - log(sum(exp(x - max))): finite where softmax
+/// would underflow to 0.
+template <Element T>
+Tensor<T> log_softmax(const Tensor<T>& x, index_t dim) {
+  return detail::softmax_of(true, x, dim, "log_softmax");
+}
+
+}  // namespace tbatch
+
+#ifdef TBATCH_BUILDING_LIBRARY
+
+namespace tbatch::detail {
+
+TBATCH_INLINE void softmax_raw(bool log, const RawView& x, const RawView& out, index_t dim) {
+  dispatch_dtype(x.dtype, [&]<class T>(std::type_identity<T>) {
+    if constexpr (FloatingElement<T>)
+      softmax_views<T>(log, typed_view<const T>(x), typed_view<T>(out), dim);
+    else
+      fail<TypeError>("softmax", "needs a floating dtype, got ", dtype_name_of<T>);
+  });
+}
+
+}  // namespace tbatch::detail
+
+#endif  // TBATCH_BUILDING_LIBRARY
