@@ -11,6 +11,7 @@
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/dtype.hpp"
 #include "tbatch/base/errors.hpp"
+#include "tbatch/math/elementwise_ops.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/layout.hpp"
 #include "tbatch/view/raw_view.hpp"

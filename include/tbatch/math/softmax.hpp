@@ -32,18 +32,19 @@ TBATCH_INLINE void softmax_raw(bool log, const RawView& x, const RawView& out, i
 
 #if TBATCH_DEFINITIONS
 
-/// The (log-)softmax of the n values of `row` in place.
+/// The (log-)softmax of the n values at `in` into `out` (the same array, or one apart).
 template <class C>
-void softmax_row(bool log, C* row, index_t n) {
+void softmax_row(bool log, const C* in, C* out, index_t n) {
   using Array = Eigen::Array<C, Eigen::Dynamic, 1>;
-  Eigen::Map<Array> v(row, n);
-  const C m = v.maxCoeff();
+  const Eigen::Map<const Array> x(in, n);
+  Eigen::Map<Array> y(out, n);
+  const C m = x.maxCoeff();
   if (log) {  // (x - m) - log(s): adding m to log(s) first would round it at m's magnitude
-    v -= m;
-    v -= std::log(v.exp().sum());
+    y = x - m;
+    y -= std::log(y.exp().sum());
   } else {
-    v = (v - m).exp();
-    v *= C(1) / v.sum();
+    y = (x - m).exp();
+    y *= C(1) / y.sum();
   }
 }
 
@@ -57,7 +58,7 @@ void softmax_rows(bool log, const StridedView<const T>& x, const StridedView<T>&
   Layout x_rows = x.layout(), out_rows = out.layout();
   x_rows.shape.set(dim, 1);
   out_rows.shape.set(dim, 1);
-  Eigen::Array<C, Eigen::Dynamic, 1> buffer(n);
+  Eigen::Array<C, Eigen::Dynamic, 1> buffer;  // for rows computed apart from their output
   for_each_run(
       "softmax",
       [&](index_t rows, const std::array<index_t, 2>& stride, T* o, const T* in) {
@@ -66,14 +67,14 @@ void softmax_rows(bool log, const StridedView<const T>& x, const StridedView<T>&
           T* target = o + r * stride[0];
           if constexpr (std::is_same_v<T, C>) {
             if (out_stride == 1) {
-              if (target != source) std::copy(source, source + n, target);
-              softmax_row(log, target, n);
+              softmax_row(log, source, target, n);
               continue;
             }
           }
+          buffer.resize(n);
           for (index_t i = 0; i < n; ++i)
             buffer[i] = static_cast<C>(source[i]);
-          softmax_row(log, buffer.data(), n);
+          softmax_row(log, buffer.data(), buffer.data(), n);
           for (index_t i = 0; i < n; ++i)
             target[i * out_stride] = static_cast<T>(buffer[i]);
         }
