@@ -394,6 +394,8 @@ TEST_CASE("large outputs written with streaming stores equal those written throu
           "[math][streaming]") {
   std::mt19937 rng(17);
   // Odd sizes and a broadcast operand: runs start and end mid-line and span several chunks.
+  // The binary operators stream; the functions, where and elementwise write through the cache
+  // at any threshold, which the last lines check.
   const auto a =
       strided_tensor<float>(Shape{3, 2053}, rng, [&] { return random_value<float>(rng); });
   const auto b =

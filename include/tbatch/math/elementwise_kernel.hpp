@@ -38,8 +38,8 @@ TBATCH_INLINE void where_raw(const RawView& condition, const RawView& a, const R
 template <BinaryOp Op, class T>
 void binary_views(const StridedView<const T>& a, const StridedView<const T>& b,
                   const StridedView<BinaryResult<Op, T>>& out) {
-  map_views(
-      "elementwise", [](T x, T y) { return apply_binary<Op, T>(x, y); }, out, a, b);
+  map_views_with(
+      "elementwise", true, [](T x, T y) { return apply_binary<Op, T>(x, y); }, nullptr, out, a, b);
 }
 
 /// True when Eigen's vectorised array function computes Op on T (float and double).
@@ -73,7 +73,7 @@ void unary_views(const StridedView<const T>& x, const StridedView<T>& out,
   const auto fn = [params](T v) { return apply_unary<Op, T>(v, params); };
   if constexpr (has_eigen_form<Op, T>()) {
     map_views_with(
-        "elementwise", fn,
+        "elementwise", false, fn,
         [](T* o, index_t n, Stores stores, const T* in) {
           write_run(o, n, stores, [&](T* dst, index_t begin, index_t count) {
             eigen_unary<Op, T>(dst, in + begin, count);

@@ -80,12 +80,15 @@ void dense_run(Out* out, index_t n, Stores stores, const std::array<index_t, N>&
 /// out = fn(inputs...) elementwise: the views share out's shape (broadcast inputs have stride
 /// 0). The engine plans the walk with the output first; each run is a loop body here. A dense
 /// run of the output may instead go to dense_body(out, n, stores, inputs...) when all inputs
-/// are dense too (a kernel with a vectorised form of the whole run).
+/// are dense too (a kernel with a vectorised form of the whole run). With `streamed`, outputs
+/// from the streaming threshold are written with streaming stores: that pays for a kernel that
+/// only moves data (a + b), and costs one with more inputs or more arithmetic per element
+/// (docs/benchmarks.md measures both), so the other kernels write through the cache.
 template <class Out, class Fn, class DenseBody, class... In>
-void map_views_with(const char* function, const Fn& fn, const DenseBody& dense_body,
+void map_views_with(const char* function, bool streamed, const Fn& fn, const DenseBody& dense_body,
                     const StridedView<Out>& out, const StridedView<const In>&... inputs) {
   constexpr std::size_t N = 1 + sizeof...(In);
-  const Stores stores = stores_for_output(out);
+  const Stores stores = streamed ? stores_for_output(out) : Stores::cached;
   for_each_run(
       function,
       [&](index_t n, const std::array<index_t, N>& stride, Out* o, const In*... in) {
@@ -116,7 +119,7 @@ void map_views_with(const char* function, const Fn& fn, const DenseBody& dense_b
 template <class Out, class Fn, class... In>
 void map_views(const char* function, const Fn& fn, const StridedView<Out>& out,
                const StridedView<const In>&... inputs) {
-  map_views_with(function, fn, nullptr, out, inputs...);
+  map_views_with(function, false, fn, nullptr, out, inputs...);
 }
 
 }  // namespace tbatch::detail
