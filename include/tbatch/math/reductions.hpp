@@ -56,6 +56,10 @@ struct ReducedShape {
 TBATCH_INLINE ReducedShape reduced_shape(const Shape& shape, const std::vector<index_t>* dims,
                                          const char* function);
 
+/// ShapeError when `r` reduces a dim of size 0 of `shape`: amax, amin, argmax and argmin have no
+/// value over nothing.
+TBATCH_INLINE void require_extreme(const ReducedShape& r, const Shape& shape, const char* function);
+
 /// x folded by R into a tensor of its accumulator type, of shape r.kept.
 template <Reduction R, class T>
 Tensor<AccumulatorOf<R, T>> accumulate(const Tensor<T>& x, const ReducedShape& r,
@@ -84,9 +88,7 @@ Tensor<Out> reduce(const Tensor<T>& x, const Dims* dims, bool keepdim, const cha
   if constexpr (R == Reduction::any || R == Reduction::all) require_bool_mask<T>();
   const ReducedShape r = reduced_shape(x.shape(), dims ? &dims->values() : nullptr, function);
   if constexpr (R == Reduction::amax || R == Reduction::amin)
-    if (r.empty_dim >= 0)
-      fail<ShapeError>(function, "cannot reduce over dim ", r.empty_dim, " of size 0 (shape ",
-                       x.shape(), "): an empty set has no extreme value");
+    require_extreme(r, x.shape(), function);
   return reduced_result<Out>(accumulate<R>(x, r, function), r, keepdim);
 }
 
@@ -127,9 +129,7 @@ Tensor<index_t> arg_reduce(bool largest, const Tensor<T>& x, index_t dim, bool k
   using C = ComputeType<T>;
   const std::vector<index_t> dims{dim};
   const ReducedShape r = reduced_shape(x.shape(), &dims, function);
-  if (r.empty_dim >= 0)
-    fail<ShapeError>(function, "cannot reduce over dim ", r.empty_dim, " of size 0 (shape ",
-                     x.shape(), "): an empty set has no extreme value");
+  require_extreme(r, x.shape(), function);
   // -1: no best yet (a 0-d tensor's one element is at position 0).
   Tensor<index_t> index(r.kept, index_t(x.dim() == 0 ? 0 : -1));
   if (x.dim() > 0) {
@@ -152,9 +152,7 @@ Tensor<index_t> arg_reduce(bool largest, const Tensor<T>& x, index_t dim, bool k
 
 template <class T>
 Tensor<index_t> arg_reduce_all(bool largest, const Tensor<T>& x, const char* function) {
-  if (x.numel() == 0)
-    fail<ShapeError>(function, "cannot reduce an empty tensor (shape ", x.shape(),
-                     "): an empty set has no extreme value");
+  require_extreme(reduced_shape(x.shape(), nullptr, function), x.shape(), function);
   const Tensor<T> flat = x.contiguous();
   return arg_reduce(largest, flat.with_layout(layout::contiguous(Shape{x.numel()})), 0, false,
                     function);
@@ -268,6 +266,13 @@ TBATCH_INLINE detail::ReducedShape detail::reduced_shape(const Shape& shape,
     if (shape[d] == 0 && r.empty_dim < 0) r.empty_dim = static_cast<index_t>(d);
   }
   return r;
+}
+
+TBATCH_INLINE void detail::require_extreme(const ReducedShape& r, const Shape& shape,
+                                           const char* function) {
+  if (r.empty_dim >= 0)
+    fail<ShapeError>(function, "cannot reduce over dim ", r.empty_dim, " of size 0 (shape ", shape,
+                     "): an empty set has no extreme value");
 }
 
 #endif  // TBATCH_DEFINITIONS
