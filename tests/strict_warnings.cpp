@@ -318,6 +318,27 @@ void reduction_calls(const Tensor<T>& a, const Tensor<T>& b) {
   if constexpr (std::is_same_v<T, bool>) (void)any(a), (void)all(b, 0);
 }
 
+/// The maths on batches (tbatch/ragged/) that T accepts, on a packed and a padded batch.
+template <class T, class B>
+void ragged_calls(const B& x, const Tensor<T>& dense) {
+  (void)(x == x), (void)(x != T(1)), (void)masked_fill(x, x == x, T(0));
+  (void)segment_ids(x), (void)ragged_arange(x), (void)sum(x, 0).tensor(), (void)sum(x);
+  if constexpr (ArithmeticElement<T>) {
+    const ScalarOf<T> s(1);
+    B y = x;
+    (void)(x + x), (void)(x * s), (void)(s - x), (void)(x - dense), (void)(dense / x), (void)(-x);
+    y += x, y -= s, y *= dense;
+    (void)abs(x), (void)clamp(x, s, s), (void)maximum(x, x), (void)pow(x, s);
+    (void)amax(x, 0, true, s), (void)amin(x, -1, true, s);
+  }
+  if constexpr (FloatingElement<T>) {
+    (void)exp(x), (void)log1p(x), (void)mean(x, 0), (void)logsumexp(x, {0, 1});
+    (void)softmax(x, 0), (void)log_softmax(x, -1);
+  }
+  if constexpr (std::is_same_v<T, bool>)
+    (void)any(x, 0), (void)all(x, {0, 1}), (void)logical_not(x);
+}
+
 template <class T>
 void math_calls() {
   const Tensor<T> a({2, 3}, T(1)), b({3}, T(1));
@@ -345,6 +366,9 @@ void math_calls() {
   if constexpr (std::is_same_v<T, bool>)
     (void)logical_and(a, b), (void)logical_or(a, b), (void)logical_not(a);
   reduction_calls<T>(a, b);
+  const std::vector<Tensor<T>> list{a, b.unsqueeze(0)};
+  ragged_calls<T>(list_to_packed(list), b);
+  ragged_calls<T>(list_to_padded(list, T(0)), b);
 }
 
 }  // namespace tbatch_strict

@@ -249,6 +249,20 @@ TEMPLATE_TEST_CASE("unary functions match the standard library", "[math]", float
   // round is half to even, as torch.round.
   CHECK(equal(round(Tensor<T>(Shape{4}, {T(0.5f), T(1.5f), T(2.5f), T(-0.5f)})),
               Tensor<T>(Shape{4}, {T(0.f), T(2.f), T(2.f), T(-0.f)})));
+  // sqrt is correctly rounded, as IEEE's: exact on squares, equal to std::sqrt on the rest
+  // (37 values: the vectorised loop and its tail).
+  std::vector<T> squares, values;
+  for (int i = 0; i < 37; ++i) {
+    squares.push_back(static_cast<T>(static_cast<float>(i * i)));
+    values.push_back(static_cast<T>(0.37f * static_cast<float>(i) + 0.01f));
+  }
+  const Tensor<T> roots = sqrt(Tensor<T>(Shape{37}, squares));
+  const Tensor<T> others = sqrt(Tensor<T>(Shape{37}, values));
+  for (int i = 0; i < 37; ++i) {
+    CHECK(static_cast<double>(roots.data()[i]) == i);
+    CHECK(others.data()[i] ==
+          static_cast<T>(std::sqrt(static_cast<float>(values[static_cast<std::size_t>(i)]))));
+  }
 }
 
 TEMPLATE_TEST_CASE("integer unary functions", "[math]", std::int8_t, std::int64_t, std::uint8_t,

@@ -25,6 +25,7 @@ LAYERS = [
     "math",
     "batch",
     "ops",
+    "ragged",
     "dict",
     ("interop", "io", "mpi"),
 ]

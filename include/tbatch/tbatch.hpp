@@ -37,6 +37,9 @@
 #include "tbatch/ops/scatter.hpp"
 #include "tbatch/ops/segment.hpp"
 #include "tbatch/ops/space_to_batch.hpp"
+#include "tbatch/ragged/elementwise.hpp"
+#include "tbatch/ragged/positions.hpp"
+#include "tbatch/ragged/reductions.hpp"
 
 #include "tbatch/dict/tensor_dict.hpp"
 

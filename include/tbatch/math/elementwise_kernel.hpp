@@ -15,6 +15,7 @@
 #include "tbatch/math/map_views.hpp"
 #include "tbatch/view/raw_view.hpp"
 #include "tbatch/view/strided_view.hpp"
+#include "tbatch/view/walk.hpp"
 
 #if TBATCH_DEFINITIONS
 #include <Eigen/Core>
@@ -32,6 +33,9 @@ TBATCH_INLINE void binary_raw(BinaryOp op, const RawView& a, const RawView& b, c
 TBATCH_INLINE void unary_raw(UnaryOp op, const RawView& x, const RawView& out, const void* params);
 TBATCH_INLINE void where_raw(const RawView& condition, const RawView& a, const RawView& b,
                              const RawView& out);
+/// out = a op b over blocks (operands out, a, b): `out` of the result type of op on `dtype`.
+TBATCH_INLINE void binary_blocks_raw(BinaryOp op, DType dtype, const RowBlocks<3>& blocks,
+                                     void* out, const void* a, const void* b);
 
 #if TBATCH_DEFINITIONS
 
@@ -48,15 +52,18 @@ constexpr bool has_eigen_form() {
   return (std::is_same_v<T, float> || std::is_same_v<T, double>)&&is_transcendental(Op);
 }
 
-/// Op on count dense elements with Eigen's array functions (SIMD, within a few ulp of the
-/// standard library's, as torch's vectorised functions are).
+/// Op on count dense elements with Eigen's array functions (SIMD; sqrt correctly rounded, the
+/// others within a few ulp of the standard library's, as torch's vectorised functions are).
 template <UnaryOp Op, class T>
 void eigen_unary(T* out, const T* in, index_t count) {
   using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
   const Eigen::Map<const Array> x(in, count);
   Eigen::Map<Array> y(out, count);
-  if constexpr (Op == UnaryOp::sqrt) y = x.sqrt();
-  if constexpr (Op == UnaryOp::rsqrt) y = x.rsqrt();
+  // Eigen's float sqrt is an rsqrt estimate off by an ulp; in double it is exact, and rounding
+  // that to float is correctly rounded (53 >= 2 * 24 + 2 bits), as IEEE's sqrt is.
+  if constexpr (Op == UnaryOp::sqrt) y = x.template cast<double>().sqrt().template cast<T>();
+  if constexpr (Op == UnaryOp::rsqrt)
+    y = (1.0 / x.template cast<double>().sqrt()).template cast<T>();
   if constexpr (Op == UnaryOp::exp) y = x.exp();
   if constexpr (Op == UnaryOp::expm1) y = x.expm1();
   if constexpr (Op == UnaryOp::log) y = x.log();
@@ -92,7 +99,23 @@ void where_views(const StridedView<const bool>& condition, const StridedView<con
       "where", [](bool c, T x, T y) { return select(c, x, y); }, out, condition, a, b);
 }
 
+template <BinaryOp Op, class T>
+void binary_blocks(const RowBlocks<3>& blocks, BinaryResult<Op, T>* out, const T* a, const T* b) {
+  map_blocks([](T x, T y) { return apply_binary<Op, T>(x, y); }, blocks, out, a, b);
+}
+
 #endif  // TBATCH_DEFINITIONS
+
+/// The blocks' kernel of Op on T (out col 1, inputs col 0 or 1).
+template <BinaryOp Op, class T>
+void run_binary_blocks(const RowBlocks<3>& blocks, BinaryResult<Op, T>* out, const T* a,
+                       const T* b) {
+#if TBATCH_DEFINITIONS
+  binary_blocks<Op, T>(blocks, out, a, b);
+#else
+  binary_blocks_raw(Op, dtype_of<T>, blocks, out, a, b);
+#endif
+}
 
 /// The kernel of Op on T: instantiated here in header-only mode, the library's otherwise.
 template <BinaryOp Op, class T>
@@ -164,6 +187,23 @@ TBATCH_INLINE void unary_raw(UnaryOp op, const RawView& x, const RawView& out, c
           if constexpr (unary_accepts<Op, T>())
             unary_views<Op, T>(typed_view<const T>(x), typed_view<T>(out),
                                *static_cast<const UnaryParams<T>*>(params));
+          else
+            fail<TypeError>("elementwise", "operation ", int(Op), " is not defined on ",
+                            dtype_name_of<T>);
+        },
+        "elementwise");
+  });
+}
+
+TBATCH_INLINE void binary_blocks_raw(BinaryOp op, DType dtype, const RowBlocks<3>& blocks,
+                                     void* out, const void* a, const void* b) {
+  dispatch_dtype(dtype, [&]<class T>(std::type_identity<T>) {
+    dispatch_enum<BinaryOp, int(BinaryOp::logical_or) + 1>(
+        op,
+        [&]<BinaryOp Op>(std::integral_constant<BinaryOp, Op>) {
+          if constexpr (binary_accepts<Op, T>())
+            binary_blocks<Op, T>(blocks, static_cast<BinaryResult<Op, T>*>(out),
+                                 static_cast<const T*>(a), static_cast<const T*>(b));
           else
             fail<TypeError>("elementwise", "operation ", int(Op), " is not defined on ",
                             dtype_name_of<T>);

@@ -15,6 +15,7 @@
 #include "tbatch/view/for_each.hpp"
 #include "tbatch/view/streaming.hpp"
 #include "tbatch/view/strided_view.hpp"
+#include "tbatch/view/walk.hpp"
 
 namespace tbatch::detail {
 
@@ -116,6 +117,24 @@ void map_views_with(const char* function, bool streamed, const Fn& fn, const Den
       out, inputs...);
   if (stores == Stores::streaming) streaming_fence();
 }
+/// out = fn(inputs...) over blocks of rows (walk_blocks; operand 0 the output): each row is a
+/// dense run of the output whose inputs are dense or broadcast (col 1 or 0), written through the
+/// cache. For batches of many small elements, which one map_views call per element would spend
+/// in planning.
+template <class Out, class Fn, class... In>
+void map_blocks(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out* out,
+                const In*... inputs) {
+  constexpr std::size_t N = 1 + sizeof...(In);
+  walk_blocks(blocks, [&](const std::array<index_t, N>& at, index_t rows) {
+    for (index_t r = 0; r < rows; ++r)
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        dense_run(out + at[0] + r * blocks.row[0], blocks.width, Stores::cached, blocks.col, fn,
+                  std::tuple<const In*...>((inputs + at[I + 1] + r * blocks.row[I + 1])...));
+      }
+    (std::make_index_sequence<N - 1>{});
+  });
+}
+
 template <class Out, class Fn, class... In>
 void map_views(const char* function, const Fn& fn, const StridedView<Out>& out,
                const StridedView<const In>&... inputs) {

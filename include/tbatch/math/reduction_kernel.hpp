@@ -16,6 +16,7 @@
 #include "tbatch/math/elementwise_ops.hpp"
 #include "tbatch/view/raw_view.hpp"
 #include "tbatch/view/strided_view.hpp"
+#include "tbatch/view/walk.hpp"
 
 #if TBATCH_DEFINITIONS
 #include <Eigen/Core>
@@ -101,6 +102,10 @@ TBATCH_INLINE void arg_reduce_raw(bool largest, const RawView& x, const RawView&
 /// out += previous elementwise, in the walk's order: `previous` is `out` one step back along the
 /// scanned dim, so each step adds the sum written just before (cumsum's scan).
 TBATCH_INLINE void cumulate_raw(const RawView& out, const RawView& previous);
+/// Block k's rows (operand 1, of `dtype`) folded by `op` into the accumulator row at operand 0's
+/// start (rows[k] rows into one; the accumulator type of op on dtype, holding the identity).
+TBATCH_INLINE void reduce_blocks_raw(Reduction op, DType dtype, const RowBlocks<2>& blocks,
+                                     void* acc, const void* x);
 
 #if TBATCH_DEFINITIONS
 
@@ -244,7 +249,31 @@ void cumulate_views(const StridedView<A>& out, const StridedView<const A>& previ
       out, previous);
 }
 
+template <Reduction R, class T>
+void reduce_blocks(const RowBlocks<2>& blocks, AccumulatorOf<R, T>* acc, const T* x) {
+  using A = AccumulatorOf<R, T>;
+  const index_t width = blocks.width, row = blocks.row[1];
+  walk_blocks(blocks, [&](const std::array<index_t, 2>& at, index_t rows) {
+    A* a = acc + at[0];
+    for (index_t r = 0; r < rows; ++r) {
+      const T* in = x + at[1] + r * row;
+      for (index_t c = 0; c < width; ++c)
+        a[c] = combine<R>(a[c], static_cast<A>(in[c]));
+    }
+  });
+}
+
 #endif  // TBATCH_DEFINITIONS
+
+/// The blocks' fold of R on T (x's values at stride 1 along the rows).
+template <Reduction R, class T>
+void run_reduce_blocks(const RowBlocks<2>& blocks, AccumulatorOf<R, T>* acc, const T* x) {
+#if TBATCH_DEFINITIONS
+  reduce_blocks<R, T>(blocks, acc, x);
+#else
+  reduce_blocks_raw(R, dtype_of<T>, blocks, acc, x);
+#endif
+}
 
 /// The kernels of one element type: instantiated here in header-only mode, the library's
 /// otherwise.
@@ -289,6 +318,23 @@ void run_cumulate(const StridedView<A>& out, const StridedView<const A>& previou
 #ifdef TBATCH_BUILDING_LIBRARY
 
 namespace tbatch::detail {
+
+TBATCH_INLINE void reduce_blocks_raw(Reduction op, DType dtype, const RowBlocks<2>& blocks,
+                                     void* acc, const void* x) {
+  dispatch_dtype(dtype, [&]<class T>(std::type_identity<T>) {
+    dispatch_enum<Reduction, int(Reduction::all) + 1>(
+        op,
+        [&]<Reduction R>(std::integral_constant<Reduction, R>) {
+          if constexpr (reduction_accepts<R, T>())
+            reduce_blocks<R, T>(blocks, static_cast<AccumulatorOf<R, T>*>(acc),
+                                static_cast<const T*>(x));
+          else
+            fail<TypeError>("reduce", "reduction ", int(R), " is not defined on ",
+                            dtype_name_of<T>);
+        },
+        "reduce");
+  });
+}
 
 TBATCH_INLINE void reduce_raw(Reduction op, const RawView& x, const RawView& acc) {
   dispatch_dtype(x.dtype, [&]<class T>(std::type_identity<T>) {

@@ -27,10 +27,63 @@ namespace tbatch {
 namespace detail {
 
 /// The library's entry point (compiled mode): softmax (log_softmax when `log`) of x along `dim`
-/// into `out`, a fresh contiguous tensor of x's shape and dtype.
+/// into `out`, of x's shape and dtype and sharing no element with x.
 TBATCH_INLINE void softmax_raw(bool log, const RawView& x, const RawView& out, index_t dim);
 
+/// Blocks whose softmax runs along their rows: block k holds rows[k] rows of `width` contiguous
+/// values, from element offset x_start[k] of x and out_start[k] of out, consecutive rows x_row
+/// and out_row elements apart. The blocks of out share no element with x.
+struct SoftmaxBlocks {
+  const index_t* x_start;
+  const index_t* out_start;
+  const index_t* rows;
+  index_t count, width, x_row, out_row;
+};
+/// The library's entry point (compiled mode) of the blocks' softmax: float and double.
+TBATCH_INLINE void softmax_blocks_raw(bool log, DType dtype, const void* x, void* out,
+                                      const SoftmaxBlocks& blocks);
+
 #if TBATCH_DEFINITIONS
+
+/// The (log-)softmax along the n rows of a block of m contiguous columns, the rows `in_row` and
+/// `out_row` apart, with `maximum` and `sum` as room for m values: each pass runs along a row
+/// with Eigen's vectorised functions, so a column softmax costs what a row softmax does.
+template <class C>
+void softmax_block(bool log, const C* in, index_t in_row, C* out, index_t out_row, index_t n,
+                   index_t m, Eigen::Array<C, Eigen::Dynamic, 1>& maximum,
+                   Eigen::Array<C, Eigen::Dynamic, 1>& sum) {
+  using Array = Eigen::Array<C, Eigen::Dynamic, 1>;
+  if (n == 0 || m == 0) return;
+  auto x = [&](index_t r) { return Eigen::Map<const Array>(in + r * in_row, m); };
+  auto y = [&](index_t r) { return Eigen::Map<Array>(out + r * out_row, m); };
+  maximum = x(0);
+  for (index_t r = 1; r < n; ++r)
+    maximum = maximum.max(x(r));
+  sum.setZero(m);
+  if (log) {  // (x - m) - log(s), as softmax_row
+    for (index_t r = 0; r < n; ++r)
+      sum += (x(r) - maximum).exp();
+    sum = sum.log();
+    for (index_t r = 0; r < n; ++r)
+      y(r) = (x(r) - maximum) - sum;
+  } else {
+    for (index_t r = 0; r < n; ++r) {
+      y(r) = (x(r) - maximum).exp();
+      sum += y(r);
+    }
+    sum = sum.inverse();
+    for (index_t r = 0; r < n; ++r)
+      y(r) *= sum;
+  }
+}
+
+template <class C>
+void softmax_blocks(bool log, const C* x, C* out, const SoftmaxBlocks& b) {
+  Eigen::Array<C, Eigen::Dynamic, 1> maximum(b.width), sum(b.width);
+  for (index_t k = 0; k < b.count; ++k)
+    softmax_block(log, x + b.x_start[k], b.x_row, out + b.out_start[k], b.out_row, b.rows[k],
+                  b.width, maximum, sum);
+}
 
 /// The (log-)softmax of the n values at `in` into `out` (the same array, or one apart).
 template <class C>
@@ -114,18 +167,74 @@ void softmax_strided(bool log, const StridedView<const T>& x, const StridedView<
       out, x, StridedView<const C>(at_x(maximum)), StridedView<const C>(at_x(sum)));
 }
 
+/// softmax along `dim` where the last dim is another, of stride 1 in x and out: the engine walks
+/// x and out with both collapsed to size 1 and each (dim x last) block is one softmax_block.
+template <class C>
+void softmax_columns(bool log, const StridedView<const C>& x, const StridedView<C>& out,
+                     std::size_t dim) {
+  const std::size_t last = x.shape().size() - 1;
+  const index_t n = x.shape()[dim], m = x.shape()[last];
+  const index_t x_row = x.strides()[dim], out_row = out.strides()[dim];
+  Layout x_blocks = x.layout(), out_blocks = out.layout();
+  for (std::size_t d : {dim, last}) {
+    x_blocks.shape.set(d, 1);
+    out_blocks.shape.set(d, 1);
+  }
+  Eigen::Array<C, Eigen::Dynamic, 1> maximum(m), sum(m);
+  for_each_run(
+      "softmax",
+      [&](index_t blocks, const std::array<index_t, 2>& stride, C* o, const C* in) {
+        for (index_t k = 0; k < blocks; ++k)
+          softmax_block(log, in + k * stride[1], x_row, o + k * stride[0], out_row, n, m, maximum,
+                        sum);
+      },
+      StridedView<C>(out.element_pointer(), std::move(out_blocks)),
+      StridedView<const C>(x.element_pointer(), std::move(x_blocks)));
+}
+
 template <class T>
 void softmax_views(bool log, const StridedView<const T>& x, const StridedView<T>& out,
                    index_t dim) {
   const auto d = static_cast<std::size_t>(dim);
   if (x.shape().numel() == 0) return;
-  if (x.strides()[d] == 1 || x.shape()[d] == 1)
+  const std::size_t last = x.shape().size() - 1;
+  if (x.strides()[d] == 1 || x.shape()[d] == 1) {
     softmax_rows<T>(log, x, out, d);
-  else
-    softmax_strided<T>(log, x, out, d);
+    return;
+  }
+  if constexpr (std::is_same_v<T, ComputeType<T>>) {
+    if (d != last && x.shape()[last] > 1 && x.strides()[last] == 1 && out.strides()[last] == 1) {
+      softmax_columns<T>(log, x, out, d);
+      return;
+    }
+  }
+  softmax_strided<T>(log, x, out, d);
 }
 
 #endif  // TBATCH_DEFINITIONS
+
+/// The kernel of softmax (log_softmax when `log`) of x along dim `dim` (normalised) into `out`
+/// (x's shape, sharing no element with x): instantiated here in header-only mode, the library's
+/// otherwise.
+template <class T>
+void run_softmax(bool log, const StridedView<const T>& x, const StridedView<T>& out, index_t dim) {
+#if TBATCH_DEFINITIONS
+  softmax_views<T>(log, x, out, dim);
+#else
+  softmax_raw(log, raw_view(x), raw_view(out), dim);
+#endif
+}
+
+/// softmax_blocks of x's and out's blocks (float or double): instantiated here in header-only
+/// mode, the library's otherwise.
+template <class T>
+void run_softmax_blocks(bool log, const T* x, T* out, const SoftmaxBlocks& blocks) {
+#if TBATCH_DEFINITIONS
+  softmax_blocks<T>(log, x, out, blocks);
+#else
+  softmax_blocks_raw(log, dtype_of<T>, x, out, blocks);
+#endif
+}
 
 template <class T>
 Tensor<T> softmax_of(bool log, const Tensor<T>& x, index_t dim, const char* function) {
@@ -139,12 +248,7 @@ Tensor<T> softmax_of(bool log, const Tensor<T>& x, index_t dim, const char* func
     *out.data() = static_cast<T>(log ? v - v : (v - v) + 1);
     return out;
   }
-  const index_t d = layout::normalize_dim(dim, x.dim(), function);
-#if TBATCH_DEFINITIONS
-  softmax_views<T>(log, x.view(), out.view(), d);
-#else
-  softmax_raw(log, raw_view(x.view()), raw_view(out.view()), d);
-#endif
+  run_softmax<T>(log, x.view(), out.view(), layout::normalize_dim(dim, x.dim(), function));
   return out;
 }
 
@@ -176,6 +280,16 @@ TBATCH_INLINE void softmax_raw(bool log, const RawView& x, const RawView& out, i
       softmax_views<T>(log, typed_view<const T>(x), typed_view<T>(out), dim);
     else
       fail<TypeError>("softmax", "needs a floating dtype, got ", dtype_name_of<T>);
+  });
+}
+
+TBATCH_INLINE void softmax_blocks_raw(bool log, DType dtype, const void* x, void* out,
+                                      const SoftmaxBlocks& blocks) {
+  dispatch_dtype(dtype, [&]<class T>(std::type_identity<T>) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+      softmax_blocks<T>(log, static_cast<const T*>(x), static_cast<T*>(out), blocks);
+    else
+      fail<TypeError>("softmax", "blocks of float or double, got ", dtype_name_of<T>);
   });
 }
 

@@ -166,5 +166,32 @@ void walk_runs(const RunPlan<N>& plan, std::array<index_t, N> origin, Visit&& vi
   });
 }
 
+/// Blocks of rows over N operands, for elements of different row counts that share a row
+/// structure (a batch's (L_i, D) elements): block k is rows[k] rows of `width` values; operand
+/// j's block k starts start[j][k] elements from its origin, its rows row[j] apart and its
+/// values col[j] apart (0: broadcast).
+template <std::size_t N>
+struct RowBlocks {
+  std::array<const index_t*, N> start{};
+  const index_t* rows = nullptr;
+  index_t count = 0, width = 0;
+  std::array<index_t, N> row{}, col{};
+};
+
+/// Visits each non-empty block of `blocks` as walk_rows visits a plan's rows: calls visit(offsets,
+/// rows) with each operand's offset of the block's first row; the kernel's loop over the rows
+/// (row[j] apart) and along them is its own, inline.
+template <std::size_t N, class Visit>
+void walk_blocks(const RowBlocks<N>& blocks, Visit&& visit) {
+  if (blocks.width == 0) return;
+  for (index_t k = 0; k < blocks.count; ++k) {
+    if (blocks.rows[k] == 0) continue;
+    std::array<index_t, N> at;
+    for (std::size_t j = 0; j < N; ++j)
+      at[j] = blocks.start[j][k];
+    visit(static_cast<const std::array<index_t, N>&>(at), blocks.rows[k]);
+  }
+}
+
 }  // namespace detail
 }  // namespace tbatch
