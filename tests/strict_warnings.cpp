@@ -323,6 +323,13 @@ template <class T, class B>
 void ragged_calls(const B& x, const Tensor<T>& dense) {
   (void)(x == x), (void)(x != T(1)), (void)masked_fill(x, x == x, T(0));
   (void)segment_ids(x), (void)ragged_arange(x), (void)sum(x, 0).tensor(), (void)sum(x);
+  (void)masked_select(x, x == x), (void)slice(x, 0, -1), (void)split(x, {1, x.batch_size() - 1});
+  (void)index_select(x, {0, 0}), (void)cat(std::vector<B>{x, x});
+  (void)masked_select(dense, dense == dense);
+  if constexpr (ArithmeticElement<T> && std::is_same_v<B, PackedBatch<T>>) {
+    const Tensor<T> square({x.batch_size(), x.last_dim(), x.last_dim()}, T(1));
+    (void)bmm(x, square), (void)bmm(transpose(x), x), (void)bmm(square, x);
+  }
   if constexpr (ArithmeticElement<T>) {
     const ScalarOf<T> s(1);
     B y = x;
@@ -369,6 +376,11 @@ void math_calls() {
   const std::vector<Tensor<T>> list{a, b.unsqueeze(0)};
   ragged_calls<T>(list_to_packed(list), b);
   ragged_calls<T>(list_to_padded(list, T(0)), b);
+  const TensorDict dict({{"a", a}}, {2});
+  (void)dict.apply([](const Tensor<T>& t) { return t; });
+  (void)TensorDict::stack_ragged({dict, dict}, RaggedLayout::packed).apply([](const auto& t) {
+    return t;
+  });
 }
 
 }  // namespace tbatch_strict

@@ -44,6 +44,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -772,6 +773,222 @@ void reduction_rows() {
   }
 }
 
+// Maths on ragged batches (tbatch/ragged, issue 33): elementwise ops, per-element broadcasting,
+// reductions and softmax along the ragged dim of packed and padded batches of (L_i, D) elements.
+// libtorch gets the packed (total rows, D) tensor, the padded (B, L_max, D) tensor with its mask
+// (B, L_max, 1) and its inverse (metadata, built once, as tbatch's shape_per_tensor), the
+// lengths, the segment id of each packed row and, where 1.13 runs the op, a nested tensor of
+// the list. A new result per call on every side. Traffic: the elements' values read, the result
+// written (a padded result's padding included: tbatch writes it as 0), a (B, D) operand or
+// result, and the lengths (B x 8 bytes) a reduction reads.
+void ragged_rows(const std::string& tag, const std::vector<Tensor<float>>& list) {
+  const index_t B = index_t(list.size()), D = list[0].size(1);
+  index_t rows = 0, max_rows = 0;
+  std::vector<int64_t> lengths;
+  std::vector<torch::Tensor> tlist;
+  for (const auto& t : list) {
+    rows += t.size(0);
+    max_rows = std::max(max_rows, t.size(0));
+    lengths.push_back(t.size(0));
+    tlist.push_back(torch_view(t));
+  }
+  const tbatch::PackedBatch<float> packed = tbatch::list_to_packed(list);
+  const tbatch::PaddedBatch<float> padded = tbatch::list_to_padded(list, 0.0f);
+  const Tensor<float> dense = random_tensor(Shape{B, D}, 61);  // slot i pairs with element i
+  const Tensor<index_t> seg = tbatch::segment_ids(packed);
+  const torch::Tensor tpacked = torch_view(packed.data()), tpadded = torch_view(padded.data()),
+                      tdense = torch_view(dense);
+  const torch::Tensor tlengths = torch::from_blob(lengths.data(), {B}, torch::kInt64);
+  const torch::Tensor tcounts = tlengths.to(torch::kFloat32).unsqueeze(1);
+  const torch::Tensor tseg =
+      torch::from_blob(const_cast<index_t*>(seg.data()), {rows}, torch::kInt64);
+  const torch::Tensor mask =
+      (torch::arange(max_rows).unsqueeze(0) < tlengths.unsqueeze(1)).unsqueeze(-1);
+  const torch::Tensor not_mask = ~mask, mask_f = mask.to(torch::kFloat32);
+  const torch::Tensor nested = torch::nested::nested_tensor(tlist);
+  const float inf = std::numeric_limits<float>::infinity();
+  const double valid = double(rows * D * 4), padded_bytes = double(B * max_rows * D * 4),
+               slots = double(B * D * 4), counts = double(B * 8);
+
+  // Each formulation is checked against tbatch's result once, then timed; with `rows_only`,
+  // on the elements' rows only (the formulation leaves something else than 0 in the padding).
+  using Formulation = std::pair<std::string, std::function<torch::Tensor()>>;
+  auto checked = [&](const std::string& what, const Tensor<float>& expected,
+                     const std::vector<Formulation>& forms, bool rows_only = false) {
+    std::vector<Contender> contenders;
+    for (const auto& [name, form] : forms) {
+      const torch::Tensor result = form();
+      expect_same(what + ": " + name, expected,
+                  rows_only ? result.masked_fill(not_mask, 0) : result);
+      contenders.push_back({name, [f = form] { keep(f()); }});
+    }
+    return contenders;
+  };
+  // Nested results are compared as padded tensors, with tbatch's padded result.
+  auto checked_nested = [&](const std::string& what, const Tensor<float>& expected,
+                            const Formulation& form) {
+    expect_same(what + ": " + form.first, expected, form.second().to_padded_tensor(0));
+    return Contender{form.first, [f = form.second] { keep(f()); }};
+  };
+  auto packed_loop = [&](const auto& write) {  // write(out_i, x_i, i) on each element's rows
+    torch::Tensor out = torch::empty({rows, D});
+    int64_t start = 0;
+    for (index_t i = 0; i < B; ++i) {
+      write(out.narrow(0, start, lengths[i]), tpacked.narrow(0, start, lengths[i]), i);
+      start += lengths[i];
+    }
+    return out;
+  };
+
+  Row r;
+  r.shape = tag;
+  r.streaming = true;
+  r.op = "ragged exp(p), packed";
+  r.bytes = 2 * valid;
+  r.note = "nested_tensor: no exp in 1.13";
+  r.tbatch = [&] { keep(tbatch::exp(packed)); };
+  r.torch = checked(r.op, tbatch::exp(packed).data(),
+                    {{"exp(packed)", [&] { return torch::exp(tpacked); }}});
+  run_row(r);
+  r.note.clear();
+  r.op = "ragged exp(p), padded";
+  r.bytes = valid + padded_bytes;
+  r.tbatch = [&] { keep(tbatch::exp(padded)); };
+  r.torch = checked(r.op, tbatch::exp(padded).data(),
+                    {{"exp(padded), padding exp(0) = 1", [&] { return torch::exp(tpadded); }},
+                     {"exp(padded).masked_fill_(~mask, 0)",
+                      [&] { return torch::exp(tpadded).masked_fill_(not_mask, 0); }}},
+                    true);
+  run_row(r);
+
+  r.op = "ragged p + p, packed";
+  r.bytes = 3 * valid;
+  r.tbatch = [&] { keep(packed + packed); };
+  r.torch = checked(r.op, (packed + packed).data(),
+                    {{"packed + packed", [&] { return tpacked + tpacked; }}});
+  r.torch.push_back(checked_nested(r.op, (padded + padded).data(),
+                                   {"nested + nested", [&] { return nested + nested; }}));
+  run_row(r);
+  r.op = "ragged p + p, padded";
+  r.bytes = 2 * valid + padded_bytes;
+  r.tbatch = [&] { keep(padded + padded); };
+  r.torch = checked(r.op, (padded + padded).data(),
+                    {{"padded + padded", [&] { return tpadded + tpadded; }}});
+  run_row(r);
+
+  r.op = "ragged p - dense (B,D), packed";
+  r.bytes = 2 * valid + slots;
+  r.tbatch = [&] { keep(packed - dense); };
+  r.torch = checked(r.op, (packed - dense).data(),
+                    {{"packed - dense.index_select(0, segment ids)",
+                      [&] { return tpacked - tdense.index_select(0, tseg); }},
+                     {"packed - dense.repeat_interleave(lengths)",
+                      [&] { return tpacked - tdense.repeat_interleave(tlengths, 0, rows); }},
+                     {"per element sub_out(out_i, x_i, dense[i])", [&] {
+                        return packed_loop([&](torch::Tensor o, const torch::Tensor& x, index_t i) {
+                          torch::sub_out(o, x, tdense[i]);
+                        });
+                      }}});
+  run_row(r);
+  r.op = "ragged p - dense (B,D), padded";
+  r.bytes = valid + padded_bytes + slots;
+  r.tbatch = [&] { keep(padded - dense); };
+  r.torch = checked(r.op, (padded - dense).data(),
+                    {{"padded - dense.unsqueeze(1), padding -dense",
+                      [&] { return tpadded - tdense.unsqueeze(1); }},
+                     {"(padded - dense.unsqueeze(1)).masked_fill_(~mask, 0)",
+                      [&] { return (tpadded - tdense.unsqueeze(1)).masked_fill_(not_mask, 0); }}},
+                    true);
+  run_row(r);
+
+  // Reductions along the ragged dim: read-only traffic, as the tensor sums'.
+  r.note = "read-only traffic: memcpy's rate is a bound for reads + writes";
+  r.bytes = valid + slots + counts;
+  r.op = "ragged sum(p, 0), packed";
+  r.tbatch = [&] { keep(Tensor<float>(tbatch::sum(packed, 0))); };
+  r.torch = checked(r.op, tbatch::sum(packed, 0),
+                    {{"segment_reduce(sum, lengths)",
+                      [&] { return torch::segment_reduce(tpacked, "sum", tlengths); }},
+                     {"zeros.index_add_(0, segment ids, packed)", [&] {
+                        return torch::zeros({B, D}).index_add_(0, tseg, tpacked);
+                      }}});
+  run_row(r);
+  r.op = "ragged sum(p, 0), padded";
+  r.tbatch = [&] { keep(Tensor<float>(tbatch::sum(padded, 0))); };
+  r.torch = checked(r.op, tbatch::sum(padded, 0),
+                    {{"(padded * mask).sum(1)", [&] { return (tpadded * mask_f).sum(1); }},
+                     {"padded.masked_fill(~mask, 0).sum(1)",
+                      [&] { return tpadded.masked_fill(not_mask, 0).sum(1); }},
+                     {"padded.sum(1), padding known to be 0", [&] { return tpadded.sum(1); }}});
+  run_row(r);
+
+  r.op = "ragged mean(p, 0), packed";
+  r.tbatch = [&] { keep(Tensor<float>(tbatch::mean(packed, 0))); };
+  r.torch = checked(r.op, tbatch::mean(packed, 0),
+                    {{"segment_reduce(mean, lengths)",
+                      [&] { return torch::segment_reduce(tpacked, "mean", tlengths); }},
+                     {"zeros.index_add_(0, segment ids, packed) / lengths", [&] {
+                        return torch::zeros({B, D}).index_add_(0, tseg, tpacked).div_(tcounts);
+                      }}});
+  run_row(r);
+  r.op = "ragged mean(p, 0), padded";
+  r.tbatch = [&] { keep(Tensor<float>(tbatch::mean(padded, 0))); };
+  r.torch = checked(r.op, tbatch::mean(padded, 0),
+                    {{"(padded * mask).sum(1) / lengths",
+                      [&] { return (tpadded * mask_f).sum(1).div_(tcounts); }},
+                     {"padded.masked_fill(~mask, 0).sum(1) / lengths",
+                      [&] { return tpadded.masked_fill(not_mask, 0).sum(1).div_(tcounts); }},
+                     {"padded.sum(1) / lengths, padding known to be 0",
+                      [&] { return tpadded.sum(1).div_(tcounts); }}});
+  run_row(r);
+
+  r.op = "ragged amax(p, 0), packed";
+  r.tbatch = [&] { keep(Tensor<float>(tbatch::amax(packed, 0))); };
+  r.torch = checked(r.op, tbatch::amax(packed, 0),
+                    {{"segment_reduce(max, lengths)",
+                      [&] { return torch::segment_reduce(tpacked, "max", tlengths); }},
+                     {"empty.index_reduce_(0, segment ids, packed, amax)", [&] {
+                        return torch::empty({B, D}).index_reduce_(0, tseg, tpacked, "amax", false);
+                      }}});
+  run_row(r);
+  r.op = "ragged amax(p, 0), padded";
+  r.tbatch = [&] { keep(Tensor<float>(tbatch::amax(padded, 0))); };
+  r.torch = checked(r.op, tbatch::amax(padded, 0),
+                    {{"padded.masked_fill(~mask, -inf).amax(1)",
+                      [&] { return tpadded.masked_fill(not_mask, -inf).amax(1); }}});
+  run_row(r);
+  r.note.clear();
+
+  r.op = "ragged softmax(p, 0), packed";
+  r.bytes = 2 * valid;
+  r.tbatch = [&] { keep(tbatch::softmax(packed, 0)); };
+  r.torch = checked(
+      r.op, tbatch::softmax(packed, 0).data(),
+      {{"exp(x - segment max) / segment sum",
+        [&] {
+          torch::Tensor e =
+              (tpacked - torch::segment_reduce(tpacked, "max", tlengths).index_select(0, tseg))
+                  .exp_();
+          return e.div_(torch::segment_reduce(e, "sum", tlengths).index_select(0, tseg));
+        }},
+       {"per element _softmax_out(out_i, x_i, 0)", [&] {
+          return packed_loop([](torch::Tensor o, const torch::Tensor& x, index_t) {
+            at::_softmax_out(o, x, 0, false);
+          });
+        }}});
+  r.torch.push_back(
+      checked_nested(r.op, tbatch::softmax(padded, 0).data(),
+                     {"softmax(nested, 1)", [&] { return torch::softmax(nested, 1); }}));
+  run_row(r);
+  r.op = "ragged softmax(p, 0), padded";
+  r.bytes = valid + padded_bytes;
+  r.tbatch = [&] { keep(tbatch::softmax(padded, 0)); };
+  r.torch = checked(r.op, tbatch::softmax(padded, 0).data(),
+                    {{"padded.masked_fill(~mask, -inf).softmax(1)",
+                      [&] { return tpadded.masked_fill(not_mask, -inf).softmax(1); }}});
+  run_row(r);
+}
+
 void space_to_batch_rows(int threads) {
   const std::string suffix = threads > 1 ? " (2 threads)" : "";
   const Shape in_shape{8, 224, 224, 64};
@@ -1263,6 +1480,8 @@ int main(int argc, char** argv) {
       tensordict_rows();
       math_rows();
       reduction_rows();
+      ragged_rows("1024 x U[1,512] x 64 f32", point_sets(1024, 512, 64, 51));
+      ragged_rows("1e5 x U[1,8] x 16 f32", point_sets(100'000, 8, 16, 52));
     }
   }
 

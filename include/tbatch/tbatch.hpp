@@ -24,6 +24,7 @@
 #include "tbatch/math/elementwise.hpp"
 #include "tbatch/math/factories.hpp"
 #include "tbatch/math/joins.hpp"
+#include "tbatch/math/masked_select.hpp"
 #include "tbatch/math/matmul.hpp"
 #include "tbatch/math/reductions.hpp"
 #include "tbatch/math/softmax.hpp"
@@ -37,9 +38,11 @@
 #include "tbatch/ops/scatter.hpp"
 #include "tbatch/ops/segment.hpp"
 #include "tbatch/ops/space_to_batch.hpp"
+#include "tbatch/ragged/bmm.hpp"
 #include "tbatch/ragged/elementwise.hpp"
 #include "tbatch/ragged/positions.hpp"
 #include "tbatch/ragged/reductions.hpp"
+#include "tbatch/ragged/selection.hpp"
 
 #include "tbatch/dict/tensor_dict.hpp"
 

@@ -106,6 +106,13 @@ class RaggedTensorDict {
   TBATCH_INLINE TensorDict element(index_t i) const;
   /// Every stacked TensorDict.
   TBATCH_INLINE std::vector<TensorDict> unbind() const;
+  /// TensorDict::apply on the stacked entries: fn(t) for a dense entry's stacked Tensor<T> and
+  /// fn(b) for a ragged entry's batch b (PaddedBatch<T> or PackedBatch<T>, as layout() says),
+  /// which may return a batch of that layout, a dense Tensor (B, ...) or a reduction's result.
+  /// A ragged result whose elements all have one shape becomes a dense entry. TypeError naming
+  /// the entry that fn does not take; ShapeError when a result does not fit the batch sizes.
+  template <class Fn>
+  RaggedTensorDict apply(Fn&& fn) const;
 
   /// A tensor entry as stored.
   struct StoredEntry {

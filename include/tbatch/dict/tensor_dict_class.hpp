@@ -303,6 +303,14 @@ class TensorDict {
   /// or a single count for all).
   TensorDict repeat_interleave(const Tensor<index_t>& repeats,
                                std::optional<index_t> dim = std::nullopt) const;
+  /// tensordict's apply: a TensorDict of this one's keys, batch size and names holding fn(t) for
+  /// every tensor t at any depth. fn takes `const Tensor<T>&` for the dtypes it handles (an
+  /// overload set or a constrained generic lambda) or `const AnyTensor&`, and returns a Tensor
+  /// or an AnyTensor. TypeError naming the entry when fn takes none of its dtype; ShapeError
+  /// when a result's leading dims are not its TensorDict's batch size. Unlocked.
+  ///   TensorDict scaled = td.apply([](const Tensor<float>& x) { return x * 2.f; });
+  template <class Fn>
+  TensorDict apply(Fn&& fn) const;
   /// Copies of every tensor (contiguous, sharing nothing with this TensorDict). Unlocked.
   TensorDict clone() const;
   /// Every tensor contiguous (shared when it already is).
@@ -440,6 +448,8 @@ class TensorDict {
   /// A TensorDict holding fn(tensor, path) for every tensor at any depth. `batch` and `names`
   /// are the new top-level batch size and names, `prefix` the number of (top-level) batch dims
   /// fn transforms; every TensorDict gets `batch` plus its own batch dims beyond `prefix`.
+  template <class Fn>
+  TensorDict applied(Fn& fn, detail::KeyPath& path) const;
   template <class Fn>
   TensorDict map_tensors(const Shape& batch, const Names& names, index_t prefix, Fn& fn,
                          detail::KeyPath& path) const;

@@ -110,7 +110,10 @@ std::optional<BatchOf<B, BinaryResult<Op, ValueOf<B>>>> dense_blocks(
     a_start[i] = in.start(i);
     d_start[i] = i * dense.stride(0);
   }
-  BatchOf<B, R> out = with_metadata<R>(a, Tensor<R>(a.data().shape(), R{}));  // padding 0
+  // Every row of packed data is an element's; a padded result's padding is 0.
+  BatchOf<B, R> out =
+      with_metadata<R>(a, kind_of<B> == BatchKind::padded ? Tensor<R>(a.data().shape(), R{})
+                                                          : Tensor<R>::empty(a.data().shape()));
   const BatchGeometry result = geometry_of(out);
   for (index_t i = 0; i < batch; ++i)
     out_start[i] = result.start(i);

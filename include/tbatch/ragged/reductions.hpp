@@ -223,7 +223,9 @@ BatchReduction<Out, B> reduce_batch(const B& x, const Dims& dims, bool keepdim,
 template <LayoutBatch B>
 B softmax_element_blocks(bool log, const B& x) {
   using T = ValueOf<B>;
-  B out = with_metadata<T>(x, Tensor<T>(x.data().shape(), T{}));  // padding 0
+  // Every row of packed data is an element's; a padded result's padding is 0.
+  B out = with_metadata<T>(x, kind_of<B> == BatchKind::padded ? Tensor<T>(x.data().shape(), T{})
+                                                              : Tensor<T>::empty(x.data().shape()));
   const BatchGeometry in = geometry_of(x), result = geometry_of(out);
   const index_t batch = x.batch_size();
   std::vector<index_t> starts(static_cast<std::size_t>(3 * batch));

@@ -1,0 +1,291 @@
+// Selection, batch-dim operations, jagged products and apply on batches (tbatch/ragged/,
+// dict/apply.hpp): each against the same result built element by element with a plain loop or
+// the dense maths, on the three layouts with empty elements, NaN padding and strided packed
+// data; and their errors.
+#include <random>
+#include <string>
+#include <vector>
+
+#include "math_support.hpp"
+#include "ragged_support.hpp"
+#include "tbatch/tbatch.hpp"
+
+using namespace tbatch;
+using namespace tbatch::testing;
+
+namespace {
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+/// The rows r of x (along dim 0) where keep[r], one after the other (shape (n, x's other dims)).
+template <class T>
+Tensor<T> rows_where(const Tensor<T>& x, const std::vector<bool>& keep) {
+  std::vector<index_t> rows;
+  for (std::size_t r = 0; r < keep.size(); ++r)
+    if (keep[r]) rows.push_back(static_cast<index_t>(r));
+  return x.index({Tensor<index_t>(Shape{static_cast<index_t>(rows.size())}, rows)});
+}
+
+/// The entries of x where mask holds, in index order, as (n, 1): a loop over the indices.
+template <class T>
+Tensor<T> entries_where(const Tensor<T>& x, const Tensor<bool>& mask) {
+  std::vector<T> kept;
+  for_each_index(x.shape(), [&](const auto& idx) {
+    if (element_at(mask, idx)) kept.push_back(element_at(x, idx));
+  });
+  return Tensor<T>(Shape{static_cast<index_t>(kept.size()), 1}, kept);
+}
+
+/// A packed batch of (L_i, 1) row masks for elements whose dim 0 sizes are `lengths`.
+PackedBatch<bool> row_masks(const std::vector<index_t>& lengths, std::mt19937& rng,
+                            std::vector<std::vector<bool>>& keep) {
+  std::vector<Tensor<bool>> masks;
+  keep.clear();
+  for (index_t length : lengths) {
+    std::vector<bool> k;
+    for (index_t r = 0; r < length; ++r)
+      k.push_back(rng() % 2 != 0);
+    keep.push_back(k);
+    masks.push_back(Tensor<bool>(Shape{length, 1}, std::vector<bool>(k.begin(), k.end())));
+  }
+  return list_to_packed(masks);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("masked_select on tensors matches a loop over the indices", "[ragged][select]",
+                   float, std::int32_t) {
+  using T = TestType;
+  std::mt19937 rng(61);
+  for (int round = 0; round < 20; ++round) {
+    Shape shape;
+    for (index_t d = 0, rank = round % 5; d < rank; ++d)
+      shape.push_back(static_cast<index_t>(rng() % 4));
+    const Tensor<T> x = strided_tensor<T>(shape, rng, [&] { return random_value<T>(rng); });
+    const Tensor<bool> mask = x > T(0);
+    const Tensor<T> got = masked_select(x, mask);
+    INFO("shape " << shape);
+    CHECK(equal(got, entries_where(x, mask).reshape({-1})));
+  }
+  // A (L, 1) mask broadcasts: whole rows, row after row.
+  const Tensor<T> x(Shape{3, 2}, {1, 2, 3, 4, 5, 6});
+  CHECK(equal(masked_select(x, Tensor<bool>(Shape{3, 1}, {true, false, true})),
+              Tensor<T>(Shape{4}, {1, 2, 5, 6})));
+  TBATCH_CHECK_THROWS_WITH(masked_select(x, Tensor<bool>(Shape{2, 1})), ShapeError,
+                           ("masked_select"));
+}
+
+TEMPLATE_TEST_CASE("masked_select on batches selects each element's entries or rows",
+                   "[ragged][select]", float, std::int64_t) {
+  using T = TestType;
+  std::mt19937 rng(62);
+  for (int round = 0; round < 8; ++round) {
+    const index_t rank = 1 + round % 4;
+    INFO("round " << round << ", rank " << rank);
+    for_each_layout<T>(rng, rank, [&](const auto& x, const std::vector<Tensor<T>>& list) {
+      const PackedBatch<T> entries = masked_select(x, x > T(0));
+      REQUIRE(entries.batch_size() == x.batch_size());
+      check_elements(entries, [&](index_t i) { return entries_where(list[i], list[i] > T(0)); });
+      if (rank < 2) return;
+      std::vector<index_t> lengths;
+      for (const Tensor<T>& t : list)
+        lengths.push_back(t.size(0));
+      std::vector<std::vector<bool>> keep;
+      const PackedBatch<bool> masks = row_masks(lengths, rng, keep);
+      check_elements(masked_select(x, masks), [&](index_t i) {
+        return rows_where(list[i], keep[static_cast<std::size_t>(i)]);
+      });
+    });
+  }
+  const PackedBatch<float> x = list_to_packed(
+      std::vector<Tensor<float>>{Tensor<float>({2, 3}, 1.f), Tensor<float>({4, 3}, 2.f)});
+  TBATCH_CHECK_THROWS_WITH(
+      masked_select(x, list_to_packed(std::vector<Tensor<bool>>{Tensor<bool>({2, 1})})), ShapeError,
+      ("the mask holds 1 elements but the batch 2"));
+  TBATCH_CHECK_THROWS_WITH(
+      masked_select(
+          x, list_to_packed(std::vector<Tensor<bool>>{Tensor<bool>({2, 1}), Tensor<bool>({3, 1})})),
+      ShapeError, ("element 1 has shape [4, 3] but its row mask [3, 1]; expected (4, 1)"));
+  TBATCH_CHECK_THROWS_WITH(
+      masked_select(
+          x, list_to_packed(std::vector<Tensor<bool>>{Tensor<bool>({2, 2}), Tensor<bool>({4, 2})})),
+      ShapeError, ("expected masks of the elements' shapes (select entries) or (L_i, 1)"));
+}
+
+TEMPLATE_TEST_CASE("slice, split, index_select and cat along the batch dim", "[ragged][select]",
+                   float, std::uint8_t) {
+  using T = TestType;
+  std::mt19937 rng(63);
+  for (int round = 0; round < 8; ++round) {
+    const index_t rank = 1 + round % 4;
+    INFO("round " << round << ", rank " << rank);
+    for_each_layout<T>(rng, rank, [&](const auto& x, const std::vector<Tensor<T>>& list) {
+      using B = std::decay_t<decltype(x)>;
+      const index_t size = x.batch_size();
+      const index_t start = static_cast<index_t>(rng() % static_cast<unsigned>(size + 1));
+      const index_t stop =
+          start + static_cast<index_t>(rng() % static_cast<unsigned>(size - start + 1));
+      const B part = slice(x, start, stop);
+      CHECK(part.batch_size() == stop - start);
+      check_elements(
+          part, [&](index_t i) { return list[start + i]; }, false);
+      CHECK(part.data().storage() == x.data().storage());  // a view
+      check_elements(
+          slice(x, -size, -1), [&](index_t i) { return list[i]; }, false);
+
+      const std::vector<B> pieces = split(x, {start, stop - start, size - stop});
+      REQUIRE(pieces.size() == 3);
+      check_elements(
+          pieces[2], [&](index_t i) { return list[stop + i]; }, false);
+
+      std::vector<index_t> indices;
+      for (int k = 0; k < 6; ++k)
+        indices.push_back(static_cast<index_t>(rng() % static_cast<unsigned>(size)));
+      const B picked = index_select(x, indices);
+      check_elements(
+          picked, [&](index_t k) { return list[indices[static_cast<std::size_t>(k)]]; }, false);
+
+      const B joined = cat(std::vector<B>{picked, x, slice(x, 0, 0)});
+      REQUIRE(joined.batch_size() == 6 + size);
+      check_elements(
+          joined,
+          [&](index_t k) {
+            return k < 6 ? list[indices[static_cast<std::size_t>(k)]] : list[k - 6];
+          },
+          false);
+    });
+  }
+  const std::vector<Tensor<float>> list = {Tensor<float>({2, 3}, 1.f), Tensor<float>({4, 3}, 2.f),
+                                           Tensor<float>({1, 3}, 3.f)};
+  const PackedBatch<float> packed = list_to_packed(list);
+  // A contiguous ascending range of a packed batch is a view.
+  CHECK(index_select(packed, {1, 2}).data().element_pointer() == packed.data().element_pointer());
+  // Padded slots grow to the largest; where they grew the padding is 0.
+  const PaddedBatch<float> wide = cat(std::vector<PaddedBatch<float>>{
+      list_to_padded(list, -1.f), list_to_padded(std::vector<Tensor<float>>{list[0]}, -1.f)});
+  CHECK(wide.data().shape() == Shape{4, 4, 3});
+  CHECK(wide.data()(3, 3, 0) == 0.f);
+  CHECK(wide.data()(0, 3, 0) == -1.f);  // a source's own padding is kept
+  TBATCH_CHECK_THROWS_WITH(slice(packed, 0, 4), IndexError,
+                           ("stop is 4 but the batch has 3 elements (expected -3 to 3)"));
+  TBATCH_CHECK_THROWS_WITH(slice(packed, 2, 1), ValueError, ("start 2 comes after stop 1"));
+  TBATCH_CHECK_THROWS_WITH(split(packed, {1, 1}), ShapeError,
+                           ("sizes [1, 1] add up to 2 but the batch has 3 elements"));
+  TBATCH_CHECK_THROWS_WITH(split(packed, {4, -1}), ValueError, ("sizes[1] is -1"));
+  TBATCH_CHECK_THROWS_WITH(index_select(packed, {0, 3}), IndexError,
+                           ("indices[1] is 3 but the batch has 3 elements (expected 0 to 2)"));
+  TBATCH_CHECK_THROWS_WITH(cat(std::vector<PackedBatch<float>>{}), ValueError,
+                           ("the list of batches is empty"));
+  TBATCH_CHECK_THROWS_WITH(
+      cat(std::vector<PackedBatch<float>>{
+          packed, list_to_packed(std::vector<Tensor<float>>{Tensor<float>({2, 2})})}),
+      ShapeError, ("batch 1 holds elements of rank 2 with last dim 2 but batch 0"));
+}
+
+TEMPLATE_TEST_CASE("jagged products match each element's matmul", "[ragged][bmm]", float, double,
+                   std::int32_t, Eigen::half) {
+  using T = TestType;
+  std::mt19937 rng(64);
+  auto values = [&] { return random_value<T>(rng); };
+  // Small elements (row updates) and long ones (Eigen's GEMM), with empty elements.
+  for (index_t longest : {5, 300}) {
+    // The long case's products pass small_product_flops: they take the GEMM.
+    const index_t batch = 6, base = longest > 100 ? 32 : 1;
+    const index_t k = base + static_cast<index_t>(rng() % 9), n = base + rng() % 7;
+    INFO("longest " << longest << ", K " << k << ", N " << n);
+    std::vector<Tensor<T>> a, b;
+    for (index_t i = 0; i < batch; ++i) {
+      const index_t rows = i == 2 ? 0 : static_cast<index_t>(rng() % (longest + 1));
+      a.push_back(strided_tensor<T>(Shape{rows, k}, rng, values));
+      b.push_back(strided_tensor<T>(Shape{rows, n}, rng, values));
+    }
+    const PackedBatch<T> pa = strided_packed(a, rng), pb = list_to_packed(b);
+    const Tensor<T> dense = strided_tensor<T>(Shape{batch, k, n}, rng, values);
+
+    check_elements(bmm(pa, dense), [&](index_t i) { return matmul(a[i], dense.select(0, i)); });
+
+    const Tensor<T> outer = bmm(transpose(pa), pb);
+    REQUIRE(outer.shape() == Shape{batch, k, n});
+    for (index_t i = 0; i < batch; ++i)
+      CHECK(same_values(outer.select(0, i).contiguous(), matmul(a[i].transpose(0, 1), b[i])));
+
+    index_t max_rows = 0;
+    for (const Tensor<T>& t : b)
+      max_rows = std::max(max_rows, t.size(0));
+    const Tensor<T> weights = strided_tensor<T>(Shape{batch, 3, max_rows + 2}, rng, values);
+    const Tensor<T> attended = bmm(weights, pb);
+    REQUIRE(attended.shape() == Shape{batch, 3, n});
+    for (index_t i = 0; i < batch; ++i)
+      CHECK(same_values(attended.select(0, i).contiguous(),
+                        matmul(weights.select(0, i).narrow(1, 0, b[i].size(0)), b[i])));
+  }
+}
+
+TEST_CASE("jagged products check their operands", "[ragged][bmm]") {
+  const PackedBatch<float> a = list_to_packed(
+      std::vector<Tensor<float>>{Tensor<float>({2, 3}, 1.f), Tensor<float>({4, 3}, 2.f)});
+  const PackedBatch<float> b = list_to_packed(
+      std::vector<Tensor<float>>{Tensor<float>({2, 5}, 1.f), Tensor<float>({3, 5}, 2.f)});
+  TBATCH_CHECK_THROWS_WITH(bmm(a, Tensor<float>({2, 4, 5})), ShapeError,
+                           ("the dense operand has shape [2, 4, 5] but the batch has 2 elements "
+                            "of 3 columns; expected (2, 3, N)"));
+  TBATCH_CHECK_THROWS_WITH(bmm(transpose(a), b), ShapeError,
+                           ("element 1 has 4 rows in the transposed operand but 3 in the other"));
+  TBATCH_CHECK_THROWS_WITH(bmm(Tensor<float>({2, 1, 3}), a), ShapeError,
+                           ("element 1 has 4 rows but the dense operand's dim 2 only 3"));
+  const PackedBatch<float> cubes =
+      list_to_packed(std::vector<Tensor<float>>{Tensor<float>({2, 2, 3})});
+  TBATCH_CHECK_THROWS_WITH(bmm(cubes, Tensor<float>({1, 3, 3})), ShapeError,
+                           ("the packed operand holds elements of rank 3; expected matrices"));
+}
+
+TEST_CASE("TensorDict::apply and RaggedTensorDict::apply map over the entries", "[ragged][dict]") {
+  TensorDict td({{"x", Tensor<float>({2, 3}, 2.f)}, {"n", Tensor<std::int32_t>({2}, 4)}}, {2});
+  td.set({"nested", "y"}, Tensor<float>({2, 1}, -1.f));
+  // A generic lambda constrained to the dtypes it handles.
+  const TensorDict scaled = td.apply([](const auto& t) requires(
+      !std::is_same_v<typename std::decay_t<decltype(t)>::value_type, bool>) {
+    using T = typename std::decay_t<decltype(t)>::value_type;
+    return t * T(3);
+  });
+  CHECK(equal(scaled.get<float>("x"), Tensor<float>({2, 3}, 6.f)));
+  CHECK(equal(scaled.get<std::int32_t>("n"), Tensor<std::int32_t>({2}, 12)));
+  CHECK(equal(scaled.get<float>({"nested", "y"}), Tensor<float>({2, 1}, -3.f)));
+  CHECK(scaled.batch_size() == td.batch_size());
+  TBATCH_CHECK_THROWS_WITH(td.apply([](const Tensor<float>& t) { return exp(t); }), TypeError,
+                           ("entry 'n' has dtype int32, which the function does not take"));
+  TBATCH_CHECK_THROWS_WITH(td.apply([](const AnyTensor& t) { return t.reshaped({-1}, "test"); }),
+                           ShapeError, ("the result for entry 'x' has shape [6]"));
+
+  for (RaggedLayout layout : {RaggedLayout::packed, RaggedLayout::padded}) {
+    INFO((layout == RaggedLayout::packed ? "packed" : "padded"));
+    std::vector<TensorDict> parts;
+    parts.push_back(
+        TensorDict({{"p", Tensor<float>({2, 3}, 1.f)}, {"d", Tensor<float>({4}, 1.f)}}, {}));
+    parts.push_back(
+        TensorDict({{"p", Tensor<float>({5, 3}, 2.f)}, {"d", Tensor<float>({4}, 3.f)}}, {}));
+    const RaggedTensorDict stacked = TensorDict::stack_ragged(parts, layout);
+    // Elementwise: p stays ragged.
+    const RaggedTensorDict doubled =
+        stacked.apply(Overloaded{[](const PackedBatch<float>& x) { return x * 2.f; },
+                                 [](const PaddedBatch<float>& x) { return x * 2.f; },
+                                 [](const Tensor<float>& x) { return x * 2.f; }});
+    CHECK(doubled.is_ragged("p"));
+    CHECK(equal(doubled.element(1).get<float>("p"), Tensor<float>({5, 3}, 4.f)));
+    CHECK(equal(doubled.get<float>("d"), stacked.get<float>("d") * 2.f));
+    // A reduction over the ragged dim makes p dense (B, 3).
+    const RaggedTensorDict means =
+        stacked.apply(Overloaded{[](const PackedBatch<float>& x) { return mean(x, 0); },
+                                 [](const PaddedBatch<float>& x) { return mean(x, 0); },
+                                 [](const Tensor<float>& x) { return x; }});
+    CHECK_FALSE(means.is_ragged("p"));
+    CHECK(equal(means.get<float>("p"), Tensor<float>({2, 3}, {1.f, 1.f, 1.f, 2.f, 2.f, 2.f})));
+    TBATCH_CHECK_THROWS_WITH(stacked.apply([](const Tensor<float>& x) { return x; }), TypeError,
+                             ("entry 'p' is a ragged"));
+  }
+}
