@@ -5,6 +5,7 @@
 // where it is called; compiled mode calls the library's entry points (binary_raw, unary_raw,
 // where_raw), which dispatch on the dtype and the operation.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <tuple>
@@ -36,6 +37,9 @@ TBATCH_INLINE void where_raw(const RawView& condition, const RawView& a, const R
 /// out = a op b over blocks (operands out, a, b): `out` of the result type of op on `dtype`.
 TBATCH_INLINE void binary_blocks_raw(BinaryOp op, DType dtype, const RowBlocks<3>& blocks,
                                      void* out, const void* a, const void* b);
+/// out = op(x) over blocks (operands out, x, both col 1); `params` as unary_raw's.
+TBATCH_INLINE void unary_blocks_raw(UnaryOp op, DType dtype, const RowBlocks<2>& blocks, void* out,
+                                    const void* x, const void* params);
 
 #if TBATCH_DEFINITIONS
 
@@ -104,7 +108,40 @@ void binary_blocks(const RowBlocks<3>& blocks, BinaryResult<Op, T>* out, const T
   map_blocks([](T x, T y) { return apply_binary<Op, T>(x, y); }, blocks, out, a, b);
 }
 
+/// op(x) over blocks whose values are dense (col 1): a block whose rows follow each other in
+/// both operands is one run, computed with Eigen's functions where unary_views uses them.
+template <UnaryOp Op, class T>
+void unary_blocks(const RowBlocks<2>& blocks, T* out, const T* x, const UnaryParams<T>& params) {
+  const bool joined = blocks.row[0] == blocks.width && blocks.row[1] == blocks.width;
+  walk_blocks(blocks, [&](const std::array<index_t, 2>& at, index_t rows) {
+    const index_t runs = joined ? 1 : rows, length = joined ? rows * blocks.width : blocks.width;
+    if (blocks.pad_to != 0)
+      std::fill(out + at[0] + rows * blocks.width, out + at[0] + blocks.pad_to, T{});
+    for (index_t r = 0; r < runs && length > 0; ++r) {
+      T* o = out + at[0] + r * blocks.row[0];
+      const T* in = x + at[1] + r * blocks.row[1];
+      if constexpr (has_eigen_form<Op, T>())
+        eigen_unary<Op, T>(o, in, length);
+      else
+        dense_run(
+            o, length, Stores::cached, std::array<index_t, 2>{1, 1},
+            [&params](T v) { return apply_unary<Op, T>(v, params); }, std::tuple<const T*>(in));
+    }
+  });
+}
+
 #endif  // TBATCH_DEFINITIONS
+
+/// The blocks' kernel of op(x) on T.
+template <UnaryOp Op, class T>
+void run_unary_blocks(const RowBlocks<2>& blocks, T* out, const T* x,
+                      const UnaryParams<T>& params) {
+#if TBATCH_DEFINITIONS
+  unary_blocks<Op, T>(blocks, out, x, params);
+#else
+  unary_blocks_raw(Op, dtype_of<T>, blocks, out, x, &params);
+#endif
+}
 
 /// The blocks' kernel of Op on T (out col 1, inputs col 0 or 1).
 template <BinaryOp Op, class T>
@@ -204,6 +241,23 @@ TBATCH_INLINE void binary_blocks_raw(BinaryOp op, DType dtype, const RowBlocks<3
           if constexpr (binary_accepts<Op, T>())
             binary_blocks<Op, T>(blocks, static_cast<BinaryResult<Op, T>*>(out),
                                  static_cast<const T*>(a), static_cast<const T*>(b));
+          else
+            fail<TypeError>("elementwise", "operation ", int(Op), " is not defined on ",
+                            dtype_name_of<T>);
+        },
+        "elementwise");
+  });
+}
+
+TBATCH_INLINE void unary_blocks_raw(UnaryOp op, DType dtype, const RowBlocks<2>& blocks, void* out,
+                                    const void* x, const void* params) {
+  dispatch_dtype(dtype, [&]<class T>(std::type_identity<T>) {
+    dispatch_enum<UnaryOp, int(UnaryOp::clamp) + 1>(
+        op,
+        [&]<UnaryOp Op>(std::integral_constant<UnaryOp, Op>) {
+          if constexpr (unary_accepts<Op, T>())
+            unary_blocks<Op, T>(blocks, static_cast<T*>(out), static_cast<const T*>(x),
+                                *static_cast<const UnaryParams<T>*>(params));
           else
             fail<TypeError>("elementwise", "operation ", int(Op), " is not defined on ",
                             dtype_name_of<T>);

@@ -45,17 +45,17 @@ inline constexpr index_t small_product_flops = 32 * 64 * 64;
 template <class E, int Rows, index_t Chunk>
 void product_tile(const E* a, index_t a_row, index_t a_col, const E* b, index_t b_row, E* out,
                   index_t out_row, index_t depth) {
-  using Line = Eigen::Array<E, Chunk, 1>;  // fixed size: one or two SIMD registers
-  Line sums[Rows];
+  using Tile = Eigen::Array<E, Chunk, 1>;  // fixed size: one or two SIMD registers
+  Tile sums[std::size_t(Rows)];
   for (int r = 0; r < Rows; ++r)
     sums[r].setZero();
   for (index_t j = 0; j < depth; ++j) {
-    const Eigen::Map<const Line> bj(b + j * b_row);
+    const Eigen::Map<const Tile> bj(b + j * b_row);
     for (int r = 0; r < Rows; ++r)
       sums[r] += a[r * a_row + j * a_col] * bj;
   }
   for (int r = 0; r < Rows; ++r)
-    Eigen::Map<Line>(out + r * out_row) = sums[r];
+    Eigen::Map<Tile>(out + r * out_row) = sums[r];
 }
 
 /// out (n x m, rows out_row apart) = a (n x depth) @ b (depth x m, rows b_row apart, columns

@@ -27,9 +27,25 @@ void check_element_operand(const char* function, const StridedView<const T>& b, 
     check_operand<Op>(function, b, ("element " + std::to_string(i) + " of b").c_str());
 }
 
+/// A padded result of a's metadata and its data, padding included, to be written by the blocks
+/// kernel (padded_rows' pad_to).
+template <class R, class T>
+std::pair<PaddedBatch<R>, Tensor<R>> padded_result(const PaddedBatch<T>& a) {
+  PaddedBatch<R> out = with_metadata<R>(a, Tensor<R>::empty(a.data().shape()));
+  Tensor<R> data = out.data();
+  return {std::move(out), std::move(data)};
+}
+
 template <UnaryOp Op, LayoutBatch B>
 B batch_unary(const B& x, const UnaryParams<ValueOf<B>>& params = {}) {
   using T = ValueOf<B>;
+  if constexpr (kind_of<B> == BatchKind::padded) {
+    auto [out, data] = padded_result<T>(x);
+    if (const auto rows = padded_rows(out, x)) {
+      run_unary_blocks<Op, T>(rows->blocks, data.data(), x.data().data(), params);
+      return out;
+    }
+  }
   auto run = [&](const StridedView<const T>& in, const StridedView<T>& out) {
     run_unary<Op, T>(in, out, params);
   };
@@ -43,8 +59,18 @@ template <BinaryOp Op, LayoutBatch B>
 BatchOf<B, BinaryResult<Op, ValueOf<B>>> batch_binary(const char* function, const B& a,
                                                       const B& b) {
   using T = ValueOf<B>;
+  using R = BinaryResult<Op, T>;
   check_same_elements(a, b, function);
   const BatchGeometry gb = geometry_of(b);
+  if constexpr (kind_of<B> == BatchKind::padded) {
+    auto [out, data] = padded_result<R>(a);
+    if (const auto rows = padded_rows(out, a, b)) {
+      for (index_t i = 0; i < b.batch_size(); ++i)  // integer division and pow only
+        check_element_operand<Op>(function, element_view(b.data(), gb, i), i);
+      run_binary_blocks<Op, T>(rows->blocks, data.data(), a.data().data(), b.data().data());
+      return out;
+    }
+  }
   return map_batch<BinaryResult<Op, T>>(
       a,
       [&](const StridedView<const T>& in, const StridedView<BinaryResult<Op, T>>& out) {
@@ -64,6 +90,25 @@ BatchOf<B, BinaryResult<Op, ValueOf<B>>> batch_scalar(const char* function, cons
                                                       ValueOf<B> value, bool scalar_first) {
   using T = ValueOf<B>;
   using R = BinaryResult<Op, T>;
+  if constexpr (kind_of<B> == BatchKind::padded) {
+    auto [out, data] = padded_result<R>(a);
+    if (auto rows = padded_rows<1>(out, a)) {
+      const StridedView<const T> v = broadcast_value(value, Shape{});
+      if (scalar_first) {
+        const BatchGeometry ga = geometry_of(a);
+        for (index_t i = 0; i < a.batch_size(); ++i)  // integer division and pow only
+          check_element_operand<Op>(function, element_view(a.data(), ga, i), i);
+        std::swap(rows->blocks.start[1], rows->blocks.start[2]);
+        std::swap(rows->blocks.row[1], rows->blocks.row[2]);
+        std::swap(rows->blocks.col[1], rows->blocks.col[2]);
+        run_binary_blocks<Op, T>(rows->blocks, data.data(), &value, a.data().data());
+      } else {
+        check_operand<Op>(function, v, "b");
+        run_binary_blocks<Op, T>(rows->blocks, data.data(), a.data().data(), &value);
+      }
+      return out;
+    }
+  }
   auto run = [&](const StridedView<const T>& in, const StridedView<R>& out) {
     const StridedView<const T> v = broadcast_value(value, in.shape());
     if (scalar_first) {

@@ -170,22 +170,27 @@ void walk_runs(const RunPlan<N>& plan, std::array<index_t, N> origin, Visit&& vi
 /// structure (a batch's (L_i, D) elements): block k is rows[k] rows of `width` values; operand
 /// j's block k starts start[j][k] elements from its origin, its rows row[j] apart and its
 /// values col[j] apart (0: broadcast).
+/// pad_to, when not 0: operand 0's blocks are padded slots, each block's rows following each
+/// other and the slot's padding after them up to pad_to elements from the block's start; the
+/// kernel writes that padding as 0 (while the slot is in cache).
 template <std::size_t N>
 struct RowBlocks {
   std::array<const index_t*, N> start{};
   const index_t* rows = nullptr;
   index_t count = 0, width = 0;
   std::array<index_t, N> row{}, col{};
+  index_t pad_to = 0;
 };
 
 /// Visits each non-empty block of `blocks` as walk_rows visits a plan's rows: calls visit(offsets,
 /// rows) with each operand's offset of the block's first row; the kernel's loop over the rows
-/// (row[j] apart) and along them is its own, inline.
+/// (row[j] apart) and along them is its own, inline. With pad_to, empty blocks are visited too
+/// (their padding is the whole slot).
 template <std::size_t N, class Visit>
 void walk_blocks(const RowBlocks<N>& blocks, Visit&& visit) {
-  if (blocks.width == 0) return;
+  if (blocks.width == 0 && blocks.pad_to == 0) return;
   for (index_t k = 0; k < blocks.count; ++k) {
-    if (blocks.rows[k] == 0) continue;
+    if (blocks.rows[k] == 0 && blocks.pad_to == 0) continue;
     std::array<index_t, N> at;
     for (std::size_t j = 0; j < N; ++j)
       at[j] = blocks.start[j][k];
