@@ -103,7 +103,8 @@ TBATCH_INLINE void arg_reduce_raw(bool largest, const RawView& x, const RawView&
 /// scanned dim, so each step adds the sum written just before (cumsum's scan).
 TBATCH_INLINE void cumulate_raw(const RawView& out, const RawView& previous);
 /// Block k's rows (operand 1, of `dtype`) folded by `op` into the accumulator row at operand 0's
-/// start (rows[k] rows into one; the accumulator type of op on dtype, holding the identity).
+/// start (rows[k] rows into one, of the accumulator type of op on dtype; written, not read:
+/// the rows of empty blocks are left as they were).
 TBATCH_INLINE void reduce_blocks_raw(Reduction op, DType dtype, const RowBlocks<2>& blocks,
                                      void* acc, const void* x);
 
@@ -249,17 +250,32 @@ void cumulate_views(const StridedView<A>& out, const StridedView<const A>& previ
       out, previous);
 }
 
+/// Rows of a block folded column by column, Chunk columns at a time into accumulators that stay
+/// in registers (no store-to-load chain through memory from row to row), written once.
+template <Reduction R, class T, class A, index_t Chunk, bool Whole>
+void fold_columns(A* out, const T* in, index_t row, index_t rows, index_t columns) {
+  A lane[Chunk];
+  for (index_t c = 0; c < Chunk; ++c)
+    lane[c] = reduction_identity<R, A>();
+  for (index_t r = 0; r < rows; ++r)
+    for (index_t c = 0; c < Chunk; ++c)
+      if (Whole || c < columns) lane[c] = combine<R>(lane[c], static_cast<A>(in[r * row + c]));
+  for (index_t c = 0; c < columns; ++c)
+    out[c] = lane[c];
+}
+
 template <Reduction R, class T>
 void reduce_blocks(const RowBlocks<2>& blocks, AccumulatorOf<R, T>* acc, const T* x) {
   using A = AccumulatorOf<R, T>;
+  constexpr index_t chunk = 64 / index_t(sizeof(A)) * 2;  // two SIMD registers of A
   const index_t width = blocks.width, row = blocks.row[1];
+  const index_t whole = width - width % chunk;
   walk_blocks(blocks, [&](const std::array<index_t, 2>& at, index_t rows) {
-    A* a = acc + at[0];
-    for (index_t r = 0; r < rows; ++r) {
-      const T* in = x + at[1] + r * row;
-      for (index_t c = 0; c < width; ++c)
-        a[c] = combine<R>(a[c], static_cast<A>(in[c]));
-    }
+    for (index_t c = 0; c < whole; c += chunk)
+      fold_columns<R, T, A, chunk, true>(acc + at[0] + c, x + at[1] + c, row, rows, chunk);
+    if (whole < width)
+      fold_columns<R, T, A, chunk, false>(acc + at[0] + whole, x + at[1] + whole, row, rows,
+                                          width - whole);
   });
 }
 

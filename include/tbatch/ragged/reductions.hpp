@@ -297,7 +297,7 @@ std::optional<BatchReduction<Out, B>> ragged_dim_blocks(const B& x, const Dims& 
     acc_start[i] = i * width;
     x_start[i] = g.start(i);
   }
-  Tensor<A> acc(Shape{batch, width}, reduction_identity<R, A>());
+  Tensor<A> acc = Tensor<A>::empty(Shape{batch, width});  // rows of empty elements: unread
   if (batch > 0)
     run_reduce_blocks<R, T>(
         RowBlocks<2>{{acc_start, x_start}, rows, batch, width, {0, g.stride(0, 0)}, {1, 1}},
