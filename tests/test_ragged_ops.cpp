@@ -146,6 +146,7 @@ TEMPLATE_TEST_CASE("slice, split, index_select and cat along the batch dim", "[r
       std::vector<index_t> indices;
       for (int k = 0; k < 6; ++k)
         indices.push_back(static_cast<index_t>(rng() % static_cast<unsigned>(size)));
+      CHECK(index_select(x, std::vector<index_t>{}).batch_size() == 0);
       const B picked = index_select(x, indices);
       check_elements(
           picked, [&](index_t k) { return list[indices[static_cast<std::size_t>(k)]]; }, false);

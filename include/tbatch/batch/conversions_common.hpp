@@ -96,6 +96,10 @@ PackedBatch<T> packed_into_from_list(const std::vector<Item>& list_in, Tensor<T>
 /// to_packed of an exact or padded batch.
 template <class B>
 PackedBatch<typename B::value_type> packed_from_batch(const B& batch);
+/// The elements of `batch` at `order` (1-d, positions already checked) as a packed batch, each
+/// element copied once (index_select).
+template <class B>
+PackedBatch<typename B::value_type> packed_selection(const B& batch, const Tensor<index_t>& order);
 /// to_padded of any batch, copied (an exact batch without max_shape is viewed by to_padded).
 template <class B>
 PaddedBatch<typename B::value_type> padded_from_batch(const B& batch,

@@ -109,6 +109,15 @@ struct BatchSource {
   }
 };
 
+/// Element order[i] of a batch's data as write_elements reads element i.
+template <class T>
+struct SelectedSource {
+  BatchSource<T> batch;
+  const index_t* order;
+  const T* first(index_t i) const { return batch.first(order[i]); }
+  StridedView<const T> view(index_t i) const { return batch.view(order[i]); }
+};
+
 /// Writes `elements` into padded `out` (validated by the caller to hold them), each into its box
 /// with `padding_value` around it.
 template <class Item, class T>
@@ -252,6 +261,20 @@ PackedBatch<typename B::value_type> packed_from_batch(const B& batch) {
   }
   Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[batch.batch_size()], batch.last_dim()});
   write_from_batch(batch, BatchGeometry::packed(out.layout(), shape_per_tensor, first_idx), out);
+  return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx, ValidMetadata{});
+}
+
+template <class B>
+PackedBatch<typename B::value_type> packed_selection(const B& batch, const Tensor<index_t>& order) {
+  using T = typename B::value_type;
+  const Tensor<index_t> positions = order.contiguous();
+  const Tensor<index_t> shape_per_tensor = batch.shape_per_tensor().index({positions}).contiguous();
+  const Tensor<index_t> first_idx = packed_first_idx(shape_per_tensor, "index_select");
+  const index_t count = positions.size(0);
+  Tensor<T> out = Tensor<T>::empty(Shape{first_idx.data()[count], batch.last_dim()});
+  const SelectedSource<T> from{{geometry_of(batch), batch.data().data(), batch.data()},
+                               positions.data()};
+  write_elements(BatchGeometry::packed(out.layout(), shape_per_tensor, first_idx), out, from);
   return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx, ValidMetadata{});
 }
 

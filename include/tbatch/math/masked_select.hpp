@@ -23,7 +23,8 @@ namespace detail {
 /// How many elements of `mask` (a bool view, broadcast dims included) are true.
 TBATCH_INLINE index_t count_true(const RawView& mask);
 /// Copies the elements of x where `mask` (x's shape) holds, in index order, to out[0, n) and
-/// returns n. out must have room for count_true(mask) elements and share none with x.
+/// returns n. out must have room for count_true(mask) + 1 elements (the one after the last may
+/// be written) and share none with x.
 TBATCH_INLINE index_t masked_select_raw(const RawView& x, const RawView& mask, void* out);
 
 #if TBATCH_DEFINITIONS
@@ -37,10 +38,13 @@ TBATCH_INLINE index_t count_true(const RawView& mask) {
     const bool* m = base + at[0];
     if (step == 0) {
       count += m[0] ? length : 0;
-      return;
+    } else if (step == 1) {  // the common case, vectorised
+      for (index_t j = 0; j < length; ++j)
+        count += m[j];
+    } else {
+      for (index_t j = 0; j < length; ++j)
+        count += m[j * step];
     }
-    for (index_t j = 0; j < length; ++j)
-      count += m[j * step];
   });
   return count;
 }
@@ -64,8 +68,19 @@ index_t masked_select_words(const RawView& x, const RawView& mask, W* out) {
       at_out += length;
       return;
     }
-    for (index_t j = 0; j < length; ++j)
-      if (m[j * mask_step]) *at_out++ = v[j * x_step];
+    // Branch-free (a mask of random bits would mispredict every other entry): each value is
+    // written, and kept by moving on only where the mask holds.
+    if (x_step == 1 && mask_step == 1) {
+      for (index_t j = 0; j < length; ++j) {
+        *at_out = v[j];
+        at_out += m[j];
+      }
+      return;
+    }
+    for (index_t j = 0; j < length; ++j) {
+      *at_out = v[j * x_step];
+      at_out += m[j * mask_step];
+    }
   });
   return at_out - out;
 }
@@ -79,7 +94,7 @@ TBATCH_INLINE index_t masked_select_raw(const RawView& x, const RawView& mask, v
 #endif  // TBATCH_DEFINITIONS
 
 /// The selected elements of x (mask of x's shape, broadcast allowed) written to out, which has
-/// room for them: returns how many.
+/// room for them and one more: returns how many.
 template <class T>
 index_t run_masked_select(const StridedView<const T>& x, const StridedView<const bool>& mask,
                           T* out) {
@@ -103,9 +118,10 @@ Tensor<T> masked_select(const Tensor<T>& x, const Tensor<M>& mask) {
   const StridedView<const T> values(x.element_pointer(),
                                     layout::broadcast(x.layout(), shape, "masked_select", "x"));
   const StridedView<const bool> keep = detail::broadcast_view(mask, shape, "masked_select", "mask");
-  Tensor<T> out = Tensor<T>::empty(Shape{detail::count_true(detail::raw_view(keep))});
+  const index_t count = detail::count_true(detail::raw_view(keep));
+  Tensor<T> out = Tensor<T>::empty(Shape{count + 1});  // room for the kernel's one extra write
   detail::run_masked_select<T>(values, keep, out.data());
-  return out;
+  return out.narrow(0, 0, count);
 }
 
 }  // namespace tbatch

@@ -254,7 +254,7 @@ void cumulate_views(const StridedView<A>& out, const StridedView<const A>& previ
 /// in registers (no store-to-load chain through memory from row to row), written once.
 template <Reduction R, class T, class A, index_t Chunk, bool Whole>
 void fold_columns(A* out, const T* in, index_t row, index_t rows, index_t columns) {
-  A lane[Chunk];
+  A lane[std::size_t(Chunk)];
   for (index_t c = 0; c < Chunk; ++c)
     lane[c] = reduction_identity<R, A>();
   for (index_t r = 0; r < rows; ++r)

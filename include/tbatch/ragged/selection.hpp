@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "tbatch/base/errors.hpp"
+#include "tbatch/batch/conversions.hpp"
+#include "tbatch/batch/conversions_common.hpp"
 #include "tbatch/batch/geometry.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
@@ -160,14 +162,15 @@ PackedBatch<detail::ValueOf<B>> masked_select(const B& x, const M& mask) {
     detail::append_running_sum(first, i, detail::row_count(sizes, columns, "masked_select"));
   }
   const index_t width = rows ? x.last_dim() : 1;
-  Tensor<T> data = Tensor<T>::empty(Shape{first[batch], width});
+  // One row more than the elements need: the kernel may write one value past the last.
+  Tensor<T> data = Tensor<T>::empty(Shape{first[batch] + 1, width});
   for (index_t i = 0; i < batch; ++i)
     detail::run_masked_select<T>(
         detail::element_view(x.data(), gx, i),
         StridedView<const bool>(mask.data().element_pointer(), masks[static_cast<std::size_t>(i)]),
         data.data() + first[i] * width);
-  return PackedBatch<T>(std::move(data), std::move(shape_per_tensor), std::move(first_idx),
-                        detail::ValidMetadata{});
+  return PackedBatch<T>(data.narrow(0, 0, first[batch]), std::move(shape_per_tensor),
+                        std::move(first_idx), detail::ValidMetadata{});
 }
 
 /// The elements [start, stop) of x (negative values count from the end), a view of its data
@@ -225,16 +228,8 @@ B index_select(const B& x, const Tensor<index_t>& indices) {
              detail::ValidMetadata{});
   } else {
     if (range) return detail::slice_elements(x, count == 0 ? 0 : at[0], count);
-    const Tensor<index_t> shape_per_tensor = x.shape_per_tensor().index({positions}).contiguous();
-    Tensor<index_t> first_idx = detail::packed_first_idx(shape_per_tensor, "index_select");
-    Tensor<index_t> rows = Tensor<index_t>::empty(Shape{first_idx.data()[count]});
-    const index_t* first = x.first_idx().data();
-    index_t* row = rows.data();
-    for (index_t k = 0; k < count; ++k)
-      for (index_t r = first[at[k]]; r < first[at[k] + 1]; ++r)
-        *row++ = r;
-    return B(x.data().index({rows}), shape_per_tensor, std::move(first_idx),
-             detail::ValidMetadata{});
+    // Each element's rows are one run in the input and in the result: one copy per element.
+    return detail::packed_selection(x, positions);
   }
 }
 template <LayoutBatch B>
