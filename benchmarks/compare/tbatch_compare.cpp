@@ -81,8 +81,9 @@ struct Options {
   bool quick = false;  // smaller repetition counts (smoke test)
   bool system_malloc = false;
   int threads = 1;  // 2: also run the 2-thread rows
-  std::string csv, md, filter;
-  std::string curves_dir;  // set: write the cost curves there instead of the table
+  std::string csv, md;
+  std::vector<std::string> filters;  // --filter, repeatable: rows whose op holds any of them
+  std::string curves_dir;            // set: write the cost curves there instead of the table
 };
 Options options;
 int current_threads = 1;  // of the workload being set up (its checks run with as many threads)
@@ -242,8 +243,15 @@ Result measure_row(Row row, double round_budget_s = INFINITY) {
   return res;
 }
 
+/// Whether --filter selects the row `op` (every row without a filter).
+bool wanted(const std::string& op) {
+  return options.filters.empty() ||
+         std::any_of(options.filters.begin(), options.filters.end(),
+                     [&](const std::string& f) { return op.find(f) != std::string::npos; });
+}
+
 void run_row(Row row) {
-  if (!options.filter.empty() && row.op.find(options.filter) == std::string::npos) return;
+  if (!wanted(row.op)) return;
   if (row.threads > options.threads) return;
   // Rows under 1 MB measure per-call overhead, not bandwidth: no memcpy column.
   if (row.bytes < 1e6) row.bytes = 0;
@@ -989,6 +997,306 @@ void ragged_rows(const std::string& tag, const std::vector<Tensor<float>>& list)
   run_row(r);
 }
 
+// Jagged products and selection on ragged batches (tbatch/ragged/bmm.hpp and selection.hpp,
+// issue 33): jagged_dense_bmm, jagged_jagged_bmm and the dense (B, H, L_max) times packed
+// product, masked_select by `packed > 0` and index_select of a permutation of the elements.
+// libtorch gets the packed tensors, the padded (B, L_max, K) tensors (padding 0), the lengths,
+// offsets and segment ids, and nested tensors of the elements, all built once. The Eigen column
+// of a product row is one GEMM of the same multiply-adds on dense matrices (C.noalias() = A * W
+// into a preallocated C): the rate a grouped product could reach, not the same op. Traffic: the
+// operands read (of a dense (B, H, L_max) operand its first L_i columns), the result written;
+// masked_select: the values read and the selected values written; index_select: the values
+// read and written.
+void jagged_rows(const std::string& tag, const std::vector<Tensor<float>>& list, unsigned seed) {
+  const index_t B = index_t(list.size()), K = list[0].size(1), N = K, H = 8;
+  std::vector<int64_t> lengths, starts;
+  std::vector<torch::Tensor> tlist;
+  index_t rows = 0, max_rows = 0;
+  for (const auto& t : list) {
+    starts.push_back(rows);
+    lengths.push_back(t.size(0));
+    rows += t.size(0);
+    max_rows = std::max(max_rows, t.size(0));
+    tlist.push_back(torch_view(t));
+  }
+  const tbatch::PackedBatch<float> packed = tbatch::list_to_packed(list);
+  // jagged_jagged's second operand: other values, the same lengths
+  const tbatch::PackedBatch<float> other(random_tensor(Shape{rows, N}, seed + 1),
+                                         packed.shape_per_tensor(), packed.first_idx());
+  const Tensor<float> slots = random_tensor(Shape{B, K, N}, seed + 2);           // bmm(p, slots)
+  const Tensor<float> weights = random_tensor(Shape{B, H, max_rows}, seed + 3);  // bmm(weights, p)
+  const Tensor<float> padded = tbatch::to_padded(packed, 0.0f).data();
+  const Tensor<float> padded_other = tbatch::to_padded(other, 0.0f).data();
+  const Tensor<index_t> seg = tbatch::segment_ids(packed);
+  std::vector<index_t> permutation(static_cast<std::size_t>(B));
+  std::iota(permutation.begin(), permutation.end(), index_t(0));
+  std::shuffle(permutation.begin(), permutation.end(), std::mt19937(seed + 4));
+  const Tensor<index_t> perm(Shape{B}, permutation);
+  const torch::Tensor tpacked = torch_view(packed.data()), tother = torch_view(other.data()),
+                      tslots = torch_view(slots), tweights = torch_view(weights),
+                      tpadded = torch_view(padded), tpadded_other = torch_view(padded_other);
+  const torch::Tensor tlengths = torch::from_blob(lengths.data(), {B}, torch::kInt64);
+  const torch::Tensor tstarts = torch::from_blob(starts.data(), {B}, torch::kInt64);
+  const torch::Tensor tends = tstarts + tlengths - 1;
+  const torch::Tensor tseg =
+      torch::from_blob(const_cast<index_t*>(seg.data()), {rows}, torch::kInt64);
+  const torch::Tensor tperm =
+      torch::from_blob(const_cast<index_t*>(perm.data()), {B}, torch::kInt64);
+  const torch::Tensor mask =
+      (torch::arange(max_rows).unsqueeze(0) < tlengths.unsqueeze(1)).unsqueeze(-1);
+  auto element = [&](const torch::Tensor& t, index_t i) {  // element i's rows of a packed tensor
+    return t.narrow(0, starts[std::size_t(i)], lengths[std::size_t(i)]);
+  };
+
+  // Each formulation is checked against tbatch's results once (after as_expected, if given),
+  // then timed; one that libtorch 1.13 does not run (c10::Error) is left out, said on stderr.
+  using Outputs = std::vector<torch::Tensor>;
+  struct Form {
+    std::string name;
+    std::function<Outputs()> run;
+    std::function<Outputs(Outputs)> as_expected;
+  };
+  auto checked = [&](const std::string& what, const std::vector<Tensor<float>>& expected,
+                     const std::vector<Form>& forms) {
+    std::vector<Contender> contenders;
+    for (const Form& form : forms) {
+      Outputs got;
+      try {
+        got = form.run();
+      } catch (const c10::Error& e) {
+        std::cerr << "tbatch_compare: " << what << ": " << form.name << " left out (libtorch: "
+                  << std::string(e.what_without_backtrace()).substr(0, 100) << ")\n";
+        continue;
+      }
+      if (form.as_expected) got = form.as_expected(got);
+      for (std::size_t k = 0; k < expected.size(); ++k)
+        expect_same(what + ": " + form.name, expected[k], got.at(k));
+      contenders.push_back({form.name, [f = form.run] { keep(f()); }});
+    }
+    return contenders;
+  };
+  // A padded (B, L_max, N) result's valid rows, in packed order; a nested result padded.
+  const auto valid_rows = [&](Outputs t) {
+    return Outputs{t[0].masked_select(mask).reshape({rows, t[0].size(2)})};
+  };
+  const auto nested_rows = [&](Outputs t) { return valid_rows({t[0].to_padded_tensor(0)}); };
+  const auto nested_padded = [](Outputs t) { return Outputs{t[0].to_padded_tensor(0)}; };
+  auto nested_of = [&](const std::function<torch::Tensor(index_t)>& part) {
+    std::vector<torch::Tensor> parts;
+    for (index_t i = 0; i < B; ++i)
+      parts.push_back(part(i));
+    return torch::nested::nested_tensor(parts);
+  };
+
+  // The same multiply-adds as one dense GEMM: Eigen's default column-major MatrixXf and the
+  // row-major matrices of the packed data (the faster is reported).
+  using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Tensor<float> w = random_tensor(Shape{K, N}, seed + 5),
+                      h = random_tensor(Shape{H, rows}, seed + 6);
+  const RowMatrix row_a = Eigen::Map<const RowMatrix>(packed.data().data(), rows, K),
+                  row_c = Eigen::Map<const RowMatrix>(other.data().data(), rows, N),
+                  row_w = Eigen::Map<const RowMatrix>(w.data(), K, N),
+                  row_h = Eigen::Map<const RowMatrix>(h.data(), H, rows);
+  const Eigen::MatrixXf col_a = row_a, col_c = row_c, col_w = row_w, col_h = row_h;
+  Eigen::MatrixXf col_out;
+  RowMatrix row_out;
+  // fn(out, a, b) computes out = a op b; a pair of contenders, one per layout
+  auto gemms = [&](const std::string& name, const auto& fn, const auto& pick) {
+    const auto [ca, cb] = pick(col_a, col_c, col_w, col_h);
+    const auto [ra, rb] = pick(row_a, row_c, row_w, row_h);
+    fn(col_out, *ca, *cb);  // sizes the results outside the timed calls
+    fn(row_out, *ra, *rb);
+    return std::vector<Contender>{{name + ", MatrixXf",
+                                   [&, fn, ca = ca, cb = cb] {
+                                     fn(col_out, *ca, *cb);
+                                     keep_ptr(col_out.data());
+                                   }},
+                                  {name + ", row-major", [&, fn, ra = ra, rb = rb] {
+                                     fn(row_out, *ra, *rb);
+                                     keep_ptr(row_out.data());
+                                   }}};
+  };
+  const auto product = [](auto& out, const auto& a, const auto& b) { out.noalias() = a * b; };
+
+  const double values = double(rows * K * 4), dense_slots = double(B * K * N * 4);
+
+  // jagged_dense_bmm: (L_i, K) @ slots[i] (K, N) -> packed (L_i, N)
+  if (const std::string op = "ragged bmm(p, dense (B,K,N)) -> packed"; wanted(op)) {
+    const torch::Tensor nested = torch::nested::nested_tensor(tlist);
+    const torch::Tensor nested_slots = nested_of([&](index_t i) { return tslots[i]; });
+    Row r;
+    r.shape = tag;
+    r.op = op;
+    r.bytes = 2 * values + dense_slots;
+    r.tbatch = [&] { keep(tbatch::bmm(packed, slots)); };
+    r.torch = checked(r.op, {tbatch::bmm(packed, slots).data()},
+                      {{"per element mm_out(out_i, x_i, b[i])",
+                        [&] {
+                          torch::Tensor out = torch::empty({rows, N});
+                          for (index_t i = 0; i < B; ++i) {
+                            torch::Tensor o = element(out, i);
+                            torch::mm_out(o, element(tpacked, i), tslots[i]);
+                          }
+                          return Outputs{out};
+                        },
+                        {}},
+                       {"bmm(padded, b), padding 0",
+                        [&] { return Outputs{torch::bmm(tpadded, tslots)}; }, valid_rows},
+                       {"bmm(nested, nested b)",
+                        [&] { return Outputs{torch::bmm(nested, nested_slots)}; }, nested_rows}});
+    r.eigen = gemms("one GEMM (rows,K) x (K,N)", product,
+                    [](const auto& a, const auto&, const auto& w, const auto&) {
+                      return std::pair{&a, &w};
+                    });
+    run_row(r);
+  }
+
+  // jagged_jagged_bmm: (L_i, K)^T @ (L_i, N) -> dense (B, K, N)
+  if (const std::string op = "ragged bmm(transpose(p), p) -> (B,K,N)"; wanted(op)) {
+    const torch::Tensor nested_t = nested_of([&](index_t i) { return element(tpacked, i).t(); });
+    const torch::Tensor nested_other = nested_of([&](index_t i) { return element(tother, i); });
+    Row r;
+    r.shape = tag;
+    r.op = op;
+    r.bytes = values + double(rows * N * 4) + dense_slots;
+    r.tbatch = [&] { keep(tbatch::bmm(tbatch::transpose(packed), other)); };
+    r.torch =
+        checked(r.op, {tbatch::bmm(tbatch::transpose(packed), other)},
+                {{"per element mm_out(out[i], x_i.t(), y_i)",
+                  [&] {
+                    torch::Tensor out = torch::empty({B, K, N});
+                    for (index_t i = 0; i < B; ++i) {
+                      torch::Tensor o = out[i];
+                      torch::mm_out(o, element(tpacked, i).t(), element(tother, i));
+                    }
+                    return Outputs{out};
+                  },
+                  {}},
+                 {"bmm(padded.transpose(1,2), padded y), padding 0",
+                  [&] { return Outputs{torch::bmm(tpadded.transpose(1, 2), tpadded_other)}; },
+                  {}},
+                 {"bmm(nested of x_i.t(), nested y)",
+                  [&] { return Outputs{torch::bmm(nested_t, nested_other)}; }, nested_padded}});
+    r.eigen = gemms(
+        "one GEMM (K,rows) x (rows,N)",
+        [](auto& out, const auto& a, const auto& c) { out.noalias() = a.transpose() * c; },
+        [](const auto& a, const auto& c, const auto&, const auto&) {
+          return std::pair{&a, &c};
+        });
+    run_row(r);
+  }
+
+  // batched_dense_vec_jagged_2d_mul: weights[i] (H, L_max), its first L_i columns, @ (L_i, N)
+  if (const std::string op = "ragged bmm(dense (B,8,L_max), p) -> (B,8,N)"; wanted(op)) {
+    const torch::Tensor nested = torch::nested::nested_tensor(tlist);
+    const torch::Tensor nested_weights =
+        nested_of([&](index_t i) { return tweights[i].narrow(1, 0, lengths[std::size_t(i)]); });
+    Row r;
+    r.shape = tag;
+    r.op = op;
+    r.bytes = double(H * rows * 4) + values + double(B * H * N * 4);
+    r.tbatch = [&] { keep(tbatch::bmm(weights, packed)); };
+    r.torch = checked(
+        r.op, {tbatch::bmm(weights, packed)},
+        {{"per element mm_out(out[i], d[i].narrow(1, 0, L_i), x_i)",
+          [&] {
+            torch::Tensor out = torch::empty({B, H, N});
+            for (index_t i = 0; i < B; ++i) {
+              torch::Tensor o = out[i];
+              torch::mm_out(o, tweights[i].narrow(1, 0, lengths[std::size_t(i)]),
+                            element(tpacked, i));
+            }
+            return Outputs{out};
+          },
+          {}},
+         {"bmm(d, padded), padding 0", [&] { return Outputs{torch::bmm(tweights, tpadded)}; }, {}},
+         {"bmm(nested d_i, nested)", [&] { return Outputs{torch::bmm(nested_weights, nested)}; },
+          nested_padded}});
+    r.eigen = gemms("one GEMM (8,rows) x (rows,N)", product,
+                    [](const auto& a, const auto&, const auto&, const auto& h) {
+                      return std::pair{&h, &a};
+                    });
+    run_row(r);
+  }
+
+  // masked_select(p, p > 0): each element's positive entries, (n_i, 1), and their counts
+  if (const std::string op = "ragged masked_select(p, p > 0)"; wanted(op)) {
+    const tbatch::PackedBatch<float> selected = tbatch::masked_select(packed, packed > 0.f);
+    const index_t kept = selected.data().size(0);
+    const std::vector<Tensor<float>> expected{
+        selected.data().reshape({kept}), selected.shape_per_tensor().cast<float>().reshape({B})};
+    Row r;
+    r.shape = tag;
+    r.op = op;
+    r.bytes = values + double(kept * 4);
+    r.tbatch = [&] { keep(tbatch::masked_select(packed, packed > 0.f)); };
+    r.torch = checked(
+        r.op, expected,
+        {{"masked_select(packed, packed > 0); counts zeros.index_add_(segment ids, m.sum(1))",
+          [&] {
+            const torch::Tensor m = tpacked > 0;
+            return Outputs{torch::masked_select(tpacked, m),
+                           torch::zeros({B}, torch::kInt64).index_add_(0, tseg, m.sum(1))};
+          },
+          {}},
+         {"masked_select(packed, packed > 0); counts segment_reduce(m.sum(1), lengths)",
+          [&] {
+            const torch::Tensor m = tpacked > 0;
+            return Outputs{torch::masked_select(tpacked, m),
+                           torch::segment_reduce(m.sum(1).to(torch::kFloat32), "sum", tlengths)};
+          },
+          {}},
+         {"masked_select(packed, packed > 0); counts diff(m.sum(1).cumsum(0)[ends])",
+          [&] {
+            const torch::Tensor m = tpacked > 0;
+            return Outputs{torch::masked_select(tpacked, m),
+                           torch::diff(m.sum(1).cumsum(0).index_select(0, tends), 1, 0,
+                                       torch::zeros({1}, torch::kInt64))};
+          },
+          {}}});
+    run_row(r);
+  }
+
+  // index_select(p, permutation of the elements): the data copied once, with its metadata
+  if (const std::string op = "ragged index_select(p, permutation)"; wanted(op)) {
+    const tbatch::PackedBatch<float> picked = tbatch::index_select(packed, perm);
+    const std::vector<Tensor<float>> expected{picked.data(),
+                                              picked.shape_per_tensor().cast<float>().reshape({B})};
+    auto row_index = [&](const torch::Tensor& lens) {  // the source row of each result row
+      const torch::Tensor shift = tstarts.index_select(0, tperm) - (lens.cumsum(0) - lens);
+      return torch::repeat_interleave(shift, lens, 0, rows) + torch::arange(rows);
+    };
+    Row r;
+    r.shape = tag;
+    r.op = op;
+    r.bytes = 2 * values;
+    r.tbatch = [&] { keep(tbatch::index_select(packed, perm)); };
+    r.torch = checked(r.op, expected,
+                      {{"packed.index_select(0, rows), rows by repeat_interleave(offsets)",
+                        [&] {
+                          const torch::Tensor lens = tlengths.index_select(0, tperm);
+                          return Outputs{tpacked.index_select(0, row_index(lens)), lens};
+                        },
+                        {}},
+                       {"packed.index({rows}), rows by repeat_interleave(offsets)",
+                        [&] {
+                          const torch::Tensor lens = tlengths.index_select(0, tperm);
+                          return Outputs{tpacked.index({row_index(lens)}), lens};
+                        },
+                        {}},
+                       {"cat of the elements' narrow() views",
+                        [&] {
+                          std::vector<torch::Tensor> parts;
+                          parts.reserve(std::size_t(B));
+                          for (index_t k = 0; k < B; ++k)
+                            parts.push_back(element(tpacked, permutation[std::size_t(k)]));
+                          return Outputs{torch::cat(parts), tlengths.index_select(0, tperm)};
+                        },
+                        {}}});
+    run_row(r);
+  }
+}
+
 void space_to_batch_rows(int threads) {
   const std::string suffix = threads > 1 ? " (2 threads)" : "";
   const Shape in_shape{8, 224, 224, 64};
@@ -1400,7 +1708,7 @@ void write_curves(const std::string& dir) {
 }
 
 void usage() {
-  std::cerr << "usage: tbatch_compare [--reps N] [--quick] [--threads 1|2] [--filter SUBSTR]\n"
+  std::cerr << "usage: tbatch_compare [--reps N] [--quick] [--threads 1|2] [--filter SUBSTR]...\n"
                "                      [--csv FILE] [--md FILE] [--system-malloc]\n"
                "                      [--streaming-min-bytes N] [--curves DIR]\n";
 }
@@ -1424,7 +1732,7 @@ int main(int argc, char** argv) {
     else if (a == "--threads")
       options.threads = std::stoi(value());
     else if (a == "--filter")
-      options.filter = value();
+      options.filters.push_back(value());
     else if (a == "--csv")
       options.csv = value();
     else if (a == "--md")
@@ -1480,8 +1788,12 @@ int main(int argc, char** argv) {
       tensordict_rows();
       math_rows();
       reduction_rows();
-      ragged_rows("1024 x U[1,512] x 64 f32", point_sets(1024, 512, 64, 51));
-      ragged_rows("1e5 x U[1,8] x 16 f32", point_sets(100'000, 8, 16, 52));
+      const auto sequences = point_sets(1024, 512, 64, 51);
+      const auto small = point_sets(100'000, 8, 16, 52);
+      ragged_rows("1024 x U[1,512] x 64 f32", sequences);
+      ragged_rows("1e5 x U[1,8] x 16 f32", small);
+      jagged_rows("1024 x U[1,512] x 64 f32", sequences, 71);
+      jagged_rows("1e5 x U[1,8] x 16 f32", small, 72);
     }
   }
 
