@@ -31,6 +31,7 @@ TBATCH_INLINE index_t masked_select_raw(const RawView& x, const RawView& mask, v
 
 TBATCH_INLINE index_t count_true(const RawView& mask) {
   const auto plan = plan_runs_in_order<1>(mask.layout.shape, {&mask.layout.strides});
+  if (plan.numel == 0) return 0;
   const bool* base = static_cast<const bool*>(mask.base);
   const index_t step = plan.inner_stride(0), length = plan.run_length();
   index_t count = 0;
@@ -53,6 +54,7 @@ template <class W>
 index_t masked_select_words(const RawView& x, const RawView& mask, W* out) {
   const auto plan =
       plan_runs_in_order<2>(x.layout.shape, {&x.layout.strides, &mask.layout.strides});
+  if (plan.numel == 0) return 0;
   const W* from = static_cast<const W*>(x.base);
   const bool* keep = static_cast<const bool*>(mask.base);
   const index_t x_step = plan.inner_stride(0), mask_step = plan.inner_stride(1);

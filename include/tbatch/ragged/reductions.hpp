@@ -307,10 +307,12 @@ std::optional<BatchReduction<Out, B>> ragged_dim_blocks(const B& x, const Dims& 
   Out* o = out.data();
   for (index_t i = 0; i < batch; ++i)
     for (index_t c = 0; c < width; ++c) {
-      const A v = a[i * width + c];
-      if (rows[i] == 0)
+      if (rows[i] == 0) {  // its accumulator row was never written
         o[i * width + c] = *empty;
-      else if constexpr (FloatingElement<Out>)
+        continue;
+      }
+      const A v = a[i * width + c];
+      if constexpr (FloatingElement<Out>)
         o[i * width + c] = static_cast<Out>(mean ? v / static_cast<A>(rows[i]) : v);
       else
         o[i * width + c] = static_cast<Out>(v);
