@@ -330,6 +330,12 @@ void ragged_calls(const B& x, const Tensor<T>& dense) {
     const Tensor<T> square({x.batch_size(), x.last_dim(), x.last_dim()}, T(1));
     (void)bmm(x, square), (void)bmm(transpose(x), x), (void)bmm(square, x);
   }
+  if constexpr (std::is_same_v<B, PackedBatch<T>>) {
+    (void)cu_seqlens(x), (void)max_seqlen(x), (void)triton_batch_inputs(x);
+    (void)packed_from_cu_seqlens(x.data(), cu_seqlens(x));
+    const Unpadded<T> u = unpad(x.data().unsqueeze(0), Tensor<bool>({1, x.data().size(0)}, true));
+    (void)pad_rows(u.rows, u.indices, 1, x.data().size(0)), (void)pack_sequences({1, 2}, 4);
+  }
   if constexpr (ArithmeticElement<T>) {
     const ScalarOf<T> s(1);
     B y = x;

@@ -311,3 +311,108 @@ TEMPLATE_TEST_CASE("reductions along the ragged dim of wide elements match each 
                       list[i].size(0) == 0 ? Tensor<T>(Shape{37}, T(-100)) : amax(list[i], 0)));
   }
 }
+
+TEST_CASE("cu_seqlens, max_seqlen and packed_from_cu_seqlens", "[ragged][varlen]") {
+  const std::vector<Tensor<float>> list = {Tensor<float>({3, 2}, 1.f), Tensor<float>({0, 2}),
+                                           Tensor<float>({5, 2}, 2.f)};
+  const PackedBatch<float> packed = list_to_packed(list);
+  CHECK(equal(cu_seqlens(packed), Tensor<std::int32_t>(Shape{4}, {0, 3, 3, 8})));
+  CHECK(max_seqlen(packed) == 5);
+  const PackedBatch<float> back = packed_from_cu_seqlens(packed.data(), cu_seqlens(packed));
+  CHECK(back.data().element_pointer() == packed.data().element_pointer());  // a view
+  for (index_t i = 0; i < 3; ++i)
+    CHECK(equal(back.element(i), list[static_cast<std::size_t>(i)]));
+  TBATCH_CHECK_THROWS_WITH(
+      packed_from_cu_seqlens(packed.data(), Tensor<std::int32_t>(Shape{3}, {0, 4, 3})), ValueError,
+      ("packed_from_cu_seqlens"));
+  TBATCH_CHECK_THROWS_WITH(
+      packed_from_cu_seqlens(packed.data(), Tensor<std::int32_t>(Shape{2}, {0, 7})), ValueError,
+      ("cu_seqlens[1] = 7 but rows has 8 rows"));
+  TBATCH_CHECK_THROWS_WITH(packed_from_cu_seqlens(Tensor<float>({8}), cu_seqlens(packed)),
+                           ShapeError, ("expected (total rows, D)"));
+}
+
+TEST_CASE("unpad and pad_rows match a loop over the mask", "[ragged][varlen]") {
+  std::mt19937 rng(66);
+  const index_t batch = 5, length = 7;
+  const Tensor<float> padded =
+      strided_tensor<float>(Shape{batch, length, 3}, rng, [&] { return random_value<float>(rng); });
+  Tensor<bool> mask(Shape{batch, length});
+  for (index_t k = 0; k < mask.numel(); ++k)
+    mask.data()[k] = rng() % 3 != 0;
+  for (index_t l = 0; l < length; ++l)
+    mask.data()[2 * length + l] = false;  // an empty sequence
+  const Unpadded<float> u = unpad(padded, mask);
+  index_t k = 0, longest = 0;
+  std::vector<std::int32_t> offsets{0};
+  for (index_t b = 0; b < batch; ++b) {
+    index_t kept = 0;
+    for (index_t l = 0; l < length; ++l) {
+      if (!mask(b, l)) continue;
+      REQUIRE(k < u.rows.size(0));
+      CHECK(u.indices(k) == b * length + l);
+      CHECK(equal(u.rows.select(0, k).contiguous(), padded.select(0, b).select(0, l).contiguous()));
+      ++k, ++kept;
+    }
+    offsets.push_back(offsets.back() + static_cast<std::int32_t>(kept));
+    longest = std::max(longest, kept);
+  }
+  CHECK(k == u.rows.size(0));
+  CHECK(equal(u.cu_seqlens, Tensor<std::int32_t>(Shape{batch + 1}, offsets)));
+  CHECK(u.max_seqlen == longest);
+  const Tensor<float> back = pad_rows(u.rows, u.indices, batch, length);
+  CHECK(equal(back, where(mask.unsqueeze(-1), padded, Tensor<float>(Shape{}, 0.f))));
+  TBATCH_CHECK_THROWS_WITH(unpad(padded, Tensor<bool>(Shape{batch, length + 1})), ShapeError,
+                           ("expected padded (B, L, ...) and mask (B, L)"));
+  TBATCH_CHECK_THROWS_WITH(
+      pad_rows(u.rows.narrow(0, 0, 2), Tensor<index_t>(Shape{2}, {4, 4}), batch, length),
+      ValueError, ("indices[0] and indices[1] are both 4"));
+  TBATCH_CHECK_THROWS_WITH(
+      pad_rows(u.rows.narrow(0, 0, 1), Tensor<index_t>(Shape{1}, {35}), batch, length), IndexError,
+      ("indices[0] is 35; expected 0 to 34"));
+}
+
+TEST_CASE("pack_sequences bins first-fit decreasing under the token budget", "[ragged][varlen]") {
+  const std::vector<index_t> lengths = {5, 9, 2, 7, 1, 3, 0};
+  const PackedSequences p = pack_sequences(lengths, 10);
+  // Decreasing: 9 (seq 1), 7 (3), 5 (0), 3 (5), 2 (2), 1 (4), 0 (6).
+  REQUIRE(p.rows() == 3);
+  CHECK(p.sequences[0] == std::vector<index_t>{1, 4, 6});
+  CHECK(p.sequences[1] == std::vector<index_t>{3, 5});
+  CHECK(p.sequences[2] == std::vector<index_t>{0, 2});
+  CHECK(equal(p.cu_seqlens[1], Tensor<std::int32_t>(Shape{3}, {0, 7, 10})));
+  CHECK(equal(p.position_ids[2], Tensor<index_t>(Shape{7}, {0, 1, 2, 3, 4, 0, 1})));
+  CHECK(p.tokens == 27);
+  CHECK(p.padding_one_per_row == 7 * 9 - 27);
+  CHECK(p.padding == 3 * 10 - 27);
+  // Every row within the budget, every sequence once, on random lengths.
+  std::mt19937 rng(67);
+  std::vector<index_t> many;
+  for (int i = 0; i < 500; ++i)
+    many.push_back(static_cast<index_t>(rng() % 65));
+  const PackedSequences q = pack_sequences(many, 64);
+  std::vector<int> seen(many.size(), 0);
+  for (index_t r = 0; r < q.rows(); ++r) {
+    const auto& row = q.sequences[static_cast<std::size_t>(r)];
+    index_t used = 0;
+    for (index_t s : row)
+      used += many[static_cast<std::size_t>(s)], ++seen[static_cast<std::size_t>(s)];
+    CHECK(used <= 64);
+    CHECK(q.cu_seqlens[static_cast<std::size_t>(r)].data()[row.size()] == used);
+  }
+  CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  TBATCH_CHECK_THROWS_WITH(pack_sequences({3, 11}, 10), ValueError,
+                           ("sequence 1 has length 11; expected 0 to max_tokens = 10"));
+  TBATCH_CHECK_THROWS_WITH(pack_sequences({3}, 0), ValueError, ("max_tokens is 0"));
+}
+
+TEST_CASE("triton_batch_inputs counts each element's values", "[ragged][varlen]") {
+  const PackedBatch<float> packed = list_to_packed(std::vector<Tensor<float>>{
+      Tensor<float>({3, 2}), Tensor<float>({0, 2}), Tensor<float>({5, 2})});
+  const TritonBatchInputs t = triton_batch_inputs(packed);
+  CHECK(equal(t.element_count, Tensor<std::int32_t>(Shape{3}, {6, 0, 10})));
+  CHECK(equal(t.accumulated_element_count, Tensor<std::int32_t>(Shape{3}, {6, 6, 16})));
+  CHECK(
+      equal(t.accumulated_element_count_with_zero, Tensor<std::int32_t>(Shape{4}, {0, 6, 6, 16})));
+  CHECK(t.max_element_count == 10);
+}

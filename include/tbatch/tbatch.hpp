@@ -43,6 +43,7 @@
 #include "tbatch/ragged/positions.hpp"
 #include "tbatch/ragged/reductions.hpp"
 #include "tbatch/ragged/selection.hpp"
+#include "tbatch/ragged/varlen.hpp"
 
 #include "tbatch/dict/tensor_dict.hpp"
 

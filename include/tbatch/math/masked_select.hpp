@@ -35,17 +35,19 @@ TBATCH_INLINE index_t count_true(const RawView& mask) {
   const bool* base = static_cast<const bool*>(mask.base);
   const index_t step = plan.inner_stride(0), length = plan.run_length();
   index_t count = 0;
-  walk_runs(plan, {mask.layout.offset}, [&](const std::array<index_t, 1>& at) {
+  walk_runs(plan, {mask.layout.offset}, [&, step, length](const std::array<index_t, 1>& at) {
     const bool* m = base + at[0];
+    index_t run = 0;  // a local: the compiler keeps it in a register and vectorises
     if (step == 0) {
-      count += m[0] ? length : 0;
-    } else if (step == 1) {  // the common case, vectorised
+      run = m[0] ? length : 0;
+    } else if (step == 1) {
       for (index_t j = 0; j < length; ++j)
-        count += m[j];
+        run += m[j];
     } else {
       for (index_t j = 0; j < length; ++j)
-        count += m[j * step];
+        run += m[j * step];
     }
+    count += run;
   });
   return count;
 }
@@ -59,32 +61,34 @@ index_t masked_select_words(const RawView& x, const RawView& mask, W* out) {
   const bool* keep = static_cast<const bool*>(mask.base);
   const index_t x_step = plan.inner_stride(0), mask_step = plan.inner_stride(1);
   const index_t length = plan.run_length();
-  W* at_out = out;
+  W* next = out;
   walk_runs(plan, {x.layout.offset, mask.layout.offset}, [&](const std::array<index_t, 2>& at) {
     const W* v = from + at[0];
     const bool* m = keep + at[1];
+    W* to = next;          // a local: not stored and reloaded around every write
     if (mask_step == 0) {  // a row mask broadcast along the run: the whole run or nothing
       if (!m[0]) return;
       for (index_t j = 0; j < length; ++j)
-        at_out[j] = v[j * x_step];
-      at_out += length;
+        to[j] = v[j * x_step];
+      next = to + length;
       return;
     }
     // Branch-free (a mask of random bits would mispredict every other entry): each value is
     // written, and kept by moving on only where the mask holds.
     if (x_step == 1 && mask_step == 1) {
       for (index_t j = 0; j < length; ++j) {
-        *at_out = v[j];
-        at_out += m[j];
+        *to = v[j];
+        to += m[j];
       }
-      return;
+    } else {
+      for (index_t j = 0; j < length; ++j) {
+        *to = v[j * x_step];
+        to += m[j * mask_step];
+      }
     }
-    for (index_t j = 0; j < length; ++j) {
-      *at_out = v[j * x_step];
-      at_out += m[j * mask_step];
-    }
+    next = to;
   });
-  return at_out - out;
+  return next - out;
 }
 
 TBATCH_INLINE index_t masked_select_raw(const RawView& x, const RawView& mask, void* out) {

@@ -250,13 +250,14 @@ void cumulate_views(const StridedView<A>& out, const StridedView<const A>& previ
       out, previous);
 }
 
-/// Rows of a block folded column by column, Chunk columns at a time into accumulators that stay
-/// in registers (no store-to-load chain through memory from row to row), written once.
+/// `rows` rows (row apart) folded column by column into out[0, columns) in registers: from the
+/// identity when `start`, else on top of what out holds; written once (no store-to-load chain
+/// through memory from row to row).
 template <Reduction R, class T, class A, index_t Chunk, bool Whole>
-void fold_columns(A* out, const T* in, index_t row, index_t rows, index_t columns) {
+void fold_columns(A* out, const T* in, index_t row, index_t rows, index_t columns, bool start) {
   A lane[std::size_t(Chunk)];
   for (index_t c = 0; c < Chunk; ++c)
-    lane[c] = reduction_identity<R, A>();
+    lane[c] = start || !(Whole || c < columns) ? reduction_identity<R, A>() : out[c];
   for (index_t r = 0; r < rows; ++r)
     for (index_t c = 0; c < Chunk; ++c)
       if (Whole || c < columns) lane[c] = combine<R>(lane[c], static_cast<A>(in[r * row + c]));
@@ -268,14 +269,20 @@ template <Reduction R, class T>
 void reduce_blocks(const RowBlocks<2>& blocks, AccumulatorOf<R, T>* acc, const T* x) {
   using A = AccumulatorOf<R, T>;
   constexpr index_t chunk = 64 / index_t(sizeof(A)) * 2;  // two SIMD registers of A
+  constexpr index_t tile = 32;  // rows folded chunk by chunk while they stay in L1
   const index_t width = blocks.width, row = blocks.row[1];
   const index_t whole = width - width % chunk;
   walk_blocks(blocks, [&](const std::array<index_t, 2>& at, index_t rows) {
-    for (index_t c = 0; c < whole; c += chunk)
-      fold_columns<R, T, A, chunk, true>(acc + at[0] + c, x + at[1] + c, row, rows, chunk);
-    if (whole < width)
-      fold_columns<R, T, A, chunk, false>(acc + at[0] + whole, x + at[1] + whole, row, rows,
-                                          width - whole);
+    A* out = acc + at[0];
+    for (index_t r0 = 0; r0 < rows; r0 += tile) {
+      const index_t n = std::min(tile, rows - r0);
+      const T* in = x + at[1] + r0 * row;
+      for (index_t c = 0; c < whole; c += chunk)
+        fold_columns<R, T, A, chunk, true>(out + c, in + c, row, n, chunk, r0 == 0);
+      if (whole < width)
+        fold_columns<R, T, A, chunk, false>(out + whole, in + whole, row, n, width - whole,
+                                            r0 == 0);
+    }
   });
 }
 
