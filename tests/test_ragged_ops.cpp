@@ -362,6 +362,14 @@ TEST_CASE("unpad and pad_rows match a loop over the mask", "[ragged][varlen]") {
   CHECK(u.max_seqlen == longest);
   const Tensor<float> back = pad_rows(u.rows, u.indices, batch, length);
   CHECK(equal(back, where(mask.unsqueeze(-1), padded, Tensor<float>(Shape{}, 0.f))));
+  // Positions of one value (B, L): rows of shape (kept).
+  const Tensor<std::int32_t> scalars(Shape{2, 3}, {1, 2, 3, 4, 5, 6});
+  const Unpadded<std::int32_t> v =
+      unpad(scalars, Tensor<bool>(Shape{2, 3}, {true, false, true, false, false, true}));
+  CHECK(equal(v.rows, Tensor<std::int32_t>(Shape{3}, {1, 3, 6})));
+  CHECK(equal(v.indices, Tensor<index_t>(Shape{3}, {0, 2, 5})));
+  CHECK(equal(pad_rows(v.rows, v.indices, 2, 3),
+              Tensor<std::int32_t>(Shape{2, 3}, {1, 0, 3, 0, 0, 6})));
   TBATCH_CHECK_THROWS_WITH(unpad(padded, Tensor<bool>(Shape{batch, length + 1})), ShapeError,
                            ("expected padded (B, L, ...) and mask (B, L)"));
   TBATCH_CHECK_THROWS_WITH(

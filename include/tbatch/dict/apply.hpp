@@ -110,23 +110,25 @@ RaggedTensorDict::Stored applied_stored(const RaggedTensorDict::Stored& stored, 
     if (item.dict) {
       result.dict = std::make_shared<const RaggedTensorDict::Stored>(
           applied_stored(*item.dict, layout, fn, path));
-    } else if (!item.tensor->ragged) {
-      result.tensor.emplace();
-      store_result(apply_to(fn, item.tensor->data, path, "RaggedTensorDict::apply"), false,
-                   *result.tensor);
     } else {
+      // Built apart and moved in (clang does not see the nested aggregate as default
+      // constructible for optional::emplace).
       const StoredEntry& entry = *item.tensor;
-      result.tensor.emplace();
-      entry.data.visit([&](const auto& data) {
-        using T = typename std::decay_t<decltype(data)>::value_type;
-        if (layout == RaggedLayout::packed)
-          apply_to_batch(
-              fn, PackedBatch<T>(data, entry.shape_per_tensor, entry.first_idx, ValidMetadata{}),
-              entry, *result.tensor, path);
-        else
-          apply_to_batch(fn, PaddedBatch<T>(data, entry.shape_per_tensor, ValidMetadata{}), entry,
-                         *result.tensor, path);
-      });
+      StoredEntry applied{false, AnyTensor(), {}, {}, false};
+      if (!entry.ragged)
+        store_result(apply_to(fn, entry.data, path, "RaggedTensorDict::apply"), false, applied);
+      else
+        entry.data.visit([&](const auto& data) {
+          using T = typename std::decay_t<decltype(data)>::value_type;
+          if (layout == RaggedLayout::packed)
+            apply_to_batch(
+                fn, PackedBatch<T>(data, entry.shape_per_tensor, entry.first_idx, ValidMetadata{}),
+                entry, applied, path);
+          else
+            apply_to_batch(fn, PaddedBatch<T>(data, entry.shape_per_tensor, ValidMetadata{}), entry,
+                           applied, path);
+        });
+      result.tensor = std::move(applied);
     }
     out.items.push_back(std::move(result));
     path.pop();

@@ -33,6 +33,8 @@
   detail::packed_from_batch<ExactBatch<T>>(const ExactBatch<T>&);                                 \
   TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T>                                        \
   detail::packed_selection<PackedBatch<T>>(const PackedBatch<T>&, const Tensor<index_t>&);        \
+  TBATCH_DETAIL_INSTANTIATION_KIND template PackedBatch<T>                                        \
+  detail::packed_selection<ExactBatch<T>>(const ExactBatch<T>&, const Tensor<index_t>&);          \
   TBATCH_DETAIL_INSTANTIATION_KIND template PaddedBatch<T>                                        \
   detail::padded_from_batch<PackedBatch<T>>(const PackedBatch<T>&, T,                             \
                                             const std::vector<index_t>&);                         \

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tbatch/base/errors.hpp"
+#include "tbatch/batch/conversions_common.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
 #include "tbatch/math/elementwise.hpp"
@@ -131,11 +132,16 @@ Unpadded<T> unpad(const Tensor<T>& padded, const Tensor<M>& mask) {
   out.indices = Tensor<index_t>(Shape{static_cast<index_t>(indices.size())}, indices);
   out.cu_seqlens = detail::int32_offsets(counts.data(), batch, function);
   out.max_seqlen = batch == 0 ? 0 : *std::max_element(counts.begin(), counts.end());
-  // The rows: padded viewed as (B * L, ...) gathered at the kept positions.
-  std::vector<index_t> flat{batch * length};
-  for (index_t d = 2; d < padded.dim(); ++d)
+  // The rows: padded viewed as a batch of B * L positions, the kept ones copied once each.
+  std::vector<index_t> flat{batch * length}, kept{out.indices.size(0)};
+  for (index_t d = 2; d < padded.dim(); ++d) {
     flat.push_back(padded.size(d));
-  out.rows = padded.reshape(flat).index({out.indices});
+    kept.push_back(padded.size(d));
+  }
+  if (padded.dim() == 2) flat.push_back(1);  // positions of one value: a last dim of 1
+  out.rows = detail::packed_selection(ExactBatch<T>(padded.reshape(flat)), out.indices)
+                 .data()
+                 .reshape(kept);
   return out;
 }
 
@@ -212,18 +218,28 @@ inline PackedSequences pack_sequences(const std::vector<index_t>& lengths, index
   std::stable_sort(order.begin(), order.end(), [&](index_t a, index_t b) {
     return lengths[static_cast<std::size_t>(a)] > lengths[static_cast<std::size_t>(b)];
   });
-  std::vector<index_t> used;  // tokens per row
+  // First fit in O(log rows): a tree over the rows (at most one per sequence) holding, per
+  // node, the most room left in its rows; a row not opened yet has max_tokens.
+  std::size_t leaves = 1;
+  while (leaves < lengths.size())
+    leaves *= 2;
+  std::vector<index_t> room(2 * leaves, max_tokens);
+  std::vector<index_t> used;  // tokens per opened row
   for (index_t s : order) {
     const index_t n = lengths[static_cast<std::size_t>(s)];
-    std::size_t r = 0;
-    while (r < used.size() && used[r] + n > max_tokens)
-      ++r;
+    std::size_t node = 1;
+    while (node < leaves)
+      node = room[2 * node] >= n ? 2 * node : 2 * node + 1;
+    const std::size_t r = node - leaves;
     if (r == used.size()) {
       used.push_back(0);
       out.sequences.emplace_back();
     }
     used[r] += n;
     out.sequences[r].push_back(s);
+    room[node] = max_tokens - used[r];
+    for (node /= 2; node >= 1; node /= 2)
+      room[node] = std::max(room[2 * node], room[2 * node + 1]);
   }
   index_t longest_row = 0;
   for (std::size_t r = 0; r < used.size(); ++r) {
