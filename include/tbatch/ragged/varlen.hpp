@@ -17,6 +17,9 @@
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
 #include "tbatch/math/elementwise.hpp"
+#include "tbatch/math/factories.hpp"
+#include "tbatch/math/masked_select.hpp"
+#include "tbatch/math/reductions.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/copy.hpp"
 
@@ -31,17 +34,12 @@ inline std::int32_t to_int32(index_t value, const char* function, const char* wh
   return static_cast<std::int32_t>(value);
 }
 
-/// The (B + 1) int32 offsets of a list of counts: 0, then their running sum.
-inline Tensor<std::int32_t> int32_offsets(const index_t* counts, index_t batch,
-                                          const char* function) {
-  Tensor<std::int32_t> out = Tensor<std::int32_t>::empty(Shape{batch + 1});
-  std::int32_t* at = out.data();
-  index_t total = 0;
-  at[0] = 0;
-  for (index_t i = 0; i < batch; ++i) {
-    total += counts[i];
-    at[i + 1] = to_int32(total, function, "the running total");
-  }
+/// The (B + 1) int32 offsets of `counts` (B): get_first_idx's running sum, each checked to fit.
+inline Tensor<std::int32_t> int32_offsets(const Tensor<index_t>& counts, const char* function) {
+  const Tensor<index_t> first = get_first_idx(counts);
+  Tensor<std::int32_t> out = Tensor<std::int32_t>::empty(first.shape());
+  for (index_t i = 0; i < first.numel(); ++i)
+    out.data()[i] = to_int32(first.data()[i], function, "the running total");
   return out;
 }
 
@@ -53,7 +51,7 @@ template <Element T>
 Tensor<std::int32_t> cu_seqlens(const PackedBatch<T>& batch) {
   const index_t* first = batch.first_idx().data();
   Tensor<std::int32_t> out = Tensor<std::int32_t>::empty(Shape{batch.batch_size() + 1});
-  for (index_t i = 0; i <= batch.batch_size(); ++i)
+  for (index_t i = 0; i <= batch.batch_size(); ++i)  // a conversion, checked value by value
     out.data()[i] = detail::to_int32(first[i], "cu_seqlens", "the row count");
   return out;
 }
@@ -120,18 +118,13 @@ Unpadded<T> unpad(const Tensor<T>& padded, const Tensor<M>& mask) {
     detail::fail<ShapeError>(function, "padded has shape ", padded.shape(), " and mask ",
                              mask.shape(), "; expected padded (B, L, ...) and mask (B, L)");
   const index_t batch = padded.size(0), length = padded.size(1);
-  const Tensor<bool> keep = mask.contiguous();
   Unpadded<T> out;
-  std::vector<index_t> counts(static_cast<std::size_t>(batch), 0), indices;
-  for (index_t b = 0; b < batch; ++b)
-    for (index_t l = 0; l < length; ++l)
-      if (keep.data()[b * length + l]) {
-        indices.push_back(b * length + l);
-        ++counts[static_cast<std::size_t>(b)];
-      }
-  out.indices = Tensor<index_t>(Shape{static_cast<index_t>(indices.size())}, indices);
-  out.cu_seqlens = detail::int32_offsets(counts.data(), batch, function);
-  out.max_seqlen = batch == 0 ? 0 : *std::max_element(counts.begin(), counts.end());
+  // The kept positions b * L + l in order, and each sequence's count: the engine's selection
+  // and reduction on the mask.
+  out.indices = masked_select(arange<index_t>(batch * length).reshape({batch, length}), mask);
+  const Tensor<index_t> counts = sum(mask, 1);
+  out.cu_seqlens = detail::int32_offsets(counts, function);
+  out.max_seqlen = batch == 0 ? 0 : amax(counts).item();
   // The rows: padded viewed as a batch of B * L positions, the kept ones copied once each.
   std::vector<index_t> flat{batch * length}, kept{out.indices.size(0)};
   for (index_t d = 2; d < padded.dim(); ++d) {
@@ -247,8 +240,8 @@ inline PackedSequences pack_sequences(const std::vector<index_t>& lengths, index
     std::vector<index_t> counts;
     for (index_t s : out.sequences[r])
       counts.push_back(lengths[static_cast<std::size_t>(s)]);
-    out.cu_seqlens.push_back(
-        detail::int32_offsets(counts.data(), static_cast<index_t>(counts.size()), function));
+    out.cu_seqlens.push_back(detail::int32_offsets(
+        Tensor<index_t>(Shape{static_cast<index_t>(counts.size())}, counts), function));
     Tensor<index_t> positions = Tensor<index_t>::empty(Shape{used[r]});
     index_t* p = positions.data();
     for (index_t n : counts)
@@ -286,7 +279,8 @@ TritonBatchInputs triton_batch_inputs(const PackedBatch<T>& batch) {
         detail::to_int32(values[static_cast<std::size_t>(i)], function, "an element's count");
     out.max_element_count = std::max(out.max_element_count, values[static_cast<std::size_t>(i)]);
   }
-  out.accumulated_element_count_with_zero = detail::int32_offsets(values.data(), count, function);
+  out.accumulated_element_count_with_zero =
+      detail::int32_offsets(Tensor<index_t>(Shape{count}, values), function);
   out.accumulated_element_count = out.accumulated_element_count_with_zero.narrow(0, 1, count);
   return out;
 }
