@@ -32,6 +32,7 @@
 #include "tbatch/dict/tensor_dict_indexing.hpp"
 #include "tbatch/dict/tensor_dict_shape_ops.hpp"
 #include "tbatch/dict/tensor_dict_stack.hpp"
+#include "tbatch/interop/arrow.hpp"
 #include "tbatch/math/elementwise.hpp"
 #include "tbatch/math/elementwise_kernel.hpp"
 #include "tbatch/math/elementwise_ops.hpp"
@@ -389,10 +390,25 @@ void math_calls() {
   });
 }
 
+/// The Arrow C Data Interface for T (tbatch/interop/arrow.hpp; bfloat16 compiles and throws).
+template <class T>
+void arrow_calls(const PackedBatch<T>& batch, const Tensor<T>& dense) {
+  ArrowArray array;
+  ArrowSchema schema;
+  arrow::export_batch(batch, &array, &schema, {arrow::ListOffsets::int32});
+  (void)arrow::value_dtype(&schema);
+  (void)arrow::import_batch<T>(&array, &schema, arrow::NullPolicy::empty);
+  arrow::export_tensor(dense, &array, &schema, arrow::TensorFormat::fixed_size_list);
+  (void)arrow::import_tensor<T>(&array, &schema);
+  arrow::export_tensor(AnyTensor(dense), &array, &schema);
+  (void)arrow::import_any_tensor(&array, &schema);
+}
+
 }  // namespace tbatch_strict
 
 #define TBATCH_STRICT_CALLS(T, ...)               \
   template void tbatch_strict::tensor_calls<T>(); \
-  template void tbatch_strict::math_calls<T>();
+  template void tbatch_strict::math_calls<T>();   \
+  template void tbatch_strict::arrow_calls<T>(const PackedBatch<T>&, const Tensor<T>&);
 TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_STRICT_CALLS)
 #undef TBATCH_STRICT_CALLS

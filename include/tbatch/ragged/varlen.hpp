@@ -20,6 +20,7 @@
 #include "tbatch/math/factories.hpp"
 #include "tbatch/math/masked_select.hpp"
 #include "tbatch/math/reductions.hpp"
+#include "tbatch/ops/scatter_dense.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/copy.hpp"
 
@@ -170,7 +171,8 @@ Tensor<T> pad_rows(const Tensor<T>& rows, const Tensor<index_t>& indices, index_
   for (index_t d = 1; d < rows.dim(); ++d)
     sizes.push_back(rows.size(d));
   Tensor<T> out = Tensor<T>::zeros(Shape(sizes));
-  out.index_put({at}, rows);
+  // Row k lands whole at position at[k]: the row scatter along dim 0 (Paddle's scatter).
+  detail::paddle_scatter_into(function, out, at, rows, /*overwrite=*/true);
   sizes[0] = length;
   sizes.insert(sizes.begin(), batch);
   return out.reshape(sizes);
