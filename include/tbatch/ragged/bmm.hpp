@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tbatch/base/errors.hpp"
+#include "tbatch/batch/geometry.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/math/grouped_matmul.hpp"
 #include "tbatch/ragged/batch_map.hpp"
@@ -75,6 +76,18 @@ struct ProductList {
     products.count = count;
   }
 
+  /// Product k: `rows` x `depth` times `depth` x cols, its operands and result starting at the
+  /// given elements.
+  void set(index_t k, index_t a_at, index_t b_at, index_t out_at, index_t product_rows,
+           index_t product_depth) {
+    const auto i = static_cast<std::size_t>(k);
+    a_start[i] = a_at;
+    b_start[i] = b_at;
+    out_start[i] = out_at;
+    rows[i] = product_rows;
+    depth[i] = product_depth;
+  }
+
   /// Runs the products of a's and b's matrices into out (rows `cols` apart): a's rows a_row
   /// apart and columns a_col apart, b's likewise.
   template <class C>
@@ -89,6 +102,12 @@ struct ProductList {
     run_grouped_matmul<C>(a.element_pointer(), b.element_pointer(), out.data(), products);
   }
 };
+
+/// Where the elements of `like` sit in `data`, the product-type copy of its data (or the data).
+template <class C, class T>
+BatchGeometry packed_geometry(const Tensor<C>& data, const PackedBatch<T>& like) {
+  return BatchGeometry::packed(data.layout(), like.shape_per_tensor(), like.first_idx());
+}
 
 template <class T, class C>
 Tensor<T> product_result(Tensor<C> out) {
@@ -116,16 +135,12 @@ PackedBatch<T> bmm(const PackedBatch<T>& a, const Tensor<T>& b) {
   const Tensor<C> tb = detail::product_matrices<C>(b, 1, 2);
   const index_t cols = b.size(2);
   Tensor<C> out = Tensor<C>::empty(Shape{a.data().size(0), cols});
+  const detail::BatchGeometry ga = detail::packed_geometry(ta, a),
+                              go = detail::packed_geometry(out, a);
   detail::ProductList list(batch);
-  const index_t* first = a.first_idx().data();
-  for (index_t i = 0; i < batch; ++i) {
-    const auto k = static_cast<std::size_t>(i);
-    list.a_start[k] = ta.layout().offset + first[i] * ta.stride(0);
-    list.b_start[k] = tb.layout().offset + i * tb.stride(0);
-    list.out_start[k] = first[i] * cols;
-    list.rows[k] = first[i + 1] - first[i];
-    list.depth[k] = depth;
-  }
+  for (index_t i = 0; i < batch; ++i)
+    list.set(i, ta.layout().offset + ga.start(i), tb.layout().offset + i * tb.stride(0),
+             go.start(i), ga.rows(i), depth);
   list.run(ta, ta.stride(0), ta.stride(1), tb, tb.stride(1), tb.stride(2), out, cols);
   return PackedBatch<T>(detail::product_result<T>(std::move(out)), a.shape_per_tensor(),
                         a.first_idx(), detail::ValidMetadata{});
@@ -144,27 +159,22 @@ Tensor<T> bmm(const TransposedBatch<T>& a, const PackedBatch<T>& b) {
   if (b.batch_size() != batch)
     detail::fail<ShapeError>("bmm", "the batches hold ", batch, " and ", b.batch_size(),
                              " elements; a jagged product pairs their elements");
-  const index_t* first_a = a.batch.first_idx().data();
-  const index_t* first_b = b.first_idx().data();
   for (index_t i = 0; i < batch; ++i)
-    if (first_a[i + 1] - first_a[i] != first_b[i + 1] - first_b[i])
-      detail::fail<ShapeError>("bmm", "element ", i, " has ", first_a[i + 1] - first_a[i],
-                               " rows in the transposed operand but ", first_b[i + 1] - first_b[i],
+    if (a.batch.rows_of(i) != b.rows_of(i))
+      detail::fail<ShapeError>("bmm", "element ", i, " has ", a.batch.rows_of(i),
+                               " rows in the transposed operand but ", b.rows_of(i),
                                " in the other; the elements of a jagged_jagged product pair row "
                                "for row");
   const Tensor<C> ta = detail::product_matrices<C>(a.batch.data(), 1, 0);
   const Tensor<C> tb = detail::product_matrices<C>(b.data(), 0, 1);
+  const detail::BatchGeometry ga = detail::packed_geometry(ta, a.batch),
+                              gb = detail::packed_geometry(tb, b);
   const index_t rows = a.batch.last_dim(), cols = b.last_dim();
   Tensor<C> out = Tensor<C>::empty(Shape{batch, rows, cols});
   detail::ProductList list(batch);
-  for (index_t i = 0; i < batch; ++i) {
-    const auto k = static_cast<std::size_t>(i);
-    list.a_start[k] = ta.layout().offset + first_a[i] * ta.stride(0);
-    list.b_start[k] = tb.layout().offset + first_b[i] * tb.stride(0);
-    list.out_start[k] = i * rows * cols;
-    list.rows[k] = rows;
-    list.depth[k] = first_a[i + 1] - first_a[i];
-  }
+  for (index_t i = 0; i < batch; ++i)
+    list.set(i, ta.layout().offset + ga.start(i), tb.layout().offset + gb.start(i), i * rows * cols,
+             rows, ga.rows(i));
   // a row of the transpose is a column of the data
   list.run(ta, ta.stride(1), ta.stride(0), tb, tb.stride(0), tb.stride(1), out, cols);
   return detail::product_result<T>(std::move(out));
@@ -184,25 +194,20 @@ Tensor<T> bmm(const Tensor<T>& a, const PackedBatch<T>& b) {
     detail::fail<ShapeError>("bmm", "the dense operand has shape ", a.shape(),
                              " but the batch has ", batch, " elements; expected (", batch,
                              ", H, L_max)");
-  const index_t* first = b.first_idx().data();
   for (index_t i = 0; i < batch; ++i)
-    if (first[i + 1] - first[i] > a.size(2))
-      detail::fail<ShapeError>("bmm", "element ", i, " has ", first[i + 1] - first[i],
+    if (b.rows_of(i) > a.size(2))
+      detail::fail<ShapeError>("bmm", "element ", i, " has ", b.rows_of(i),
                                " rows but the dense operand's dim 2 only ", a.size(2),
                                "; expected (B, H, L_max) with L_max at least every element's rows");
   const Tensor<C> ta = detail::product_matrices<C>(a, 1, 2);
   const Tensor<C> tb = detail::product_matrices<C>(b.data(), 0, 1);
+  const detail::BatchGeometry gb = detail::packed_geometry(tb, b);
   const index_t rows = a.size(1), cols = b.last_dim();
   Tensor<C> out = Tensor<C>::empty(Shape{batch, rows, cols});
   detail::ProductList list(batch);
-  for (index_t i = 0; i < batch; ++i) {
-    const auto k = static_cast<std::size_t>(i);
-    list.a_start[k] = ta.layout().offset + i * ta.stride(0);
-    list.b_start[k] = tb.layout().offset + first[i] * tb.stride(0);
-    list.out_start[k] = i * rows * cols;
-    list.rows[k] = rows;
-    list.depth[k] = first[i + 1] - first[i];
-  }
+  for (index_t i = 0; i < batch; ++i)
+    list.set(i, ta.layout().offset + i * ta.stride(0), tb.layout().offset + gb.start(i),
+             i * rows * cols, rows, gb.rows(i));
   list.run(ta, ta.stride(1), ta.stride(2), tb, tb.stride(0), tb.stride(1), out, cols);
   return detail::product_result<T>(std::move(out));
 }

@@ -15,6 +15,7 @@
 #include "tbatch/batch/geometry.hpp"
 #include "tbatch/batch/layouts.hpp"
 #include "tbatch/batch/metadata.hpp"
+#include "tbatch/math/elementwise.hpp"
 #include "tbatch/math/joins.hpp"
 #include "tbatch/math/masked_select.hpp"
 #include "tbatch/ragged/batch_map.hpp"
@@ -55,13 +56,12 @@ PaddedBatch<T> slice_elements(const PaddedBatch<T>& x, index_t start, index_t co
 }
 template <class T>
 PackedBatch<T> slice_elements(const PackedBatch<T>& x, index_t start, index_t count) {
-  const index_t* first = x.first_idx().data();
-  Tensor<index_t> first_idx = Tensor<index_t>::empty(Shape{count + 1});
-  for (index_t k = 0; k <= count; ++k)
-    first_idx.data()[k] = first[start + k] - first[start];
-  return PackedBatch<T>(x.data().narrow(0, first[start], first[start + count] - first[start]),
+  // The elements' rows: from the first's start to the last's end, rebased to start at 0.
+  const Tensor<index_t> bounds = x.first_idx().narrow(0, start, count + 1);
+  const index_t first_row = bounds.data()[0];
+  return PackedBatch<T>(x.data().narrow(0, first_row, bounds.data()[count] - first_row),
                         x.shape_per_tensor().narrow(0, start, count).contiguous(),
-                        std::move(first_idx), ValidMetadata{});
+                        bounds - first_row, ValidMetadata{});
 }
 
 /// `index` (-size to size) as a position 0 to size; IndexError naming `argument` otherwise.
