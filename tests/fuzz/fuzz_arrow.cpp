@@ -163,6 +163,8 @@ void build(FuzzInput& in, Trees& t, ArrowSchema& schema, ArrowArray& array, int 
                      nullptr};
 }
 
+volatile unsigned touched;  // what touch() read, kept so that the reads happen
+
 /// Reads every value of `t` (a tensor over the producer's memory must be readable).
 void touch(const AnyTensor& t) {
   const AnyTensor c = t.contiguous();
@@ -173,8 +175,7 @@ void touch(const AnyTensor& t) {
   if (c.dtype() == DType::boolean)
     for (index_t i = 0; i < c.numel(); ++i)
       expect(bytes[i] <= 1, "an imported bool is 0 or 1");
-  static volatile unsigned sink;
-  sink = sum;
+  touched = sum;
 }
 
 template <class T>

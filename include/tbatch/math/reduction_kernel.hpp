@@ -140,10 +140,44 @@ A fold_dense(const T* in, index_t n) {
   return static_cast<A>(total);
 }
 
+/// `rows` rows (row apart) folded column by column into out[0, columns) in registers: from the
+/// identity when `start`, else on top of what out holds; written once (no store-to-load chain
+/// through memory from row to row).
+template <Reduction R, class T, class A, index_t Chunk, bool Whole>
+void fold_columns(A* out, const T* in, index_t row, index_t rows, index_t columns, bool start) {
+  A lane[std::size_t(Chunk)];
+  for (index_t c = 0; c < Chunk; ++c)
+    lane[c] = start || !(Whole || c < columns) ? reduction_identity<R, A>() : out[c];
+  for (index_t r = 0; r < rows; ++r)
+    for (index_t c = 0; c < Chunk; ++c)
+      if (Whole || c < columns) lane[c] = combine<R>(lane[c], static_cast<A>(in[r * row + c]));
+  for (index_t c = 0; c < columns; ++c)
+    out[c] = lane[c];
+}
+
+/// `rows` rows of `width` values (`row` apart) folded into out[0, width): from the identity when
+/// `start`, else on top of what out holds. Tiles of 32 rows are folded chunk by chunk in
+/// registers while their rows stay in L1, so out is read and written once per tile.
+template <Reduction R, class T, class A, index_t tile = 32>
+void fold_rows(A* out, const T* in, index_t row, index_t rows, index_t width, bool start) {
+  constexpr index_t chunk = 64 / index_t(sizeof(A)) * 2;  // two SIMD registers of A
+  const index_t whole = width - width % chunk;
+  for (index_t r0 = 0; r0 < rows; r0 += tile) {
+    const index_t n = std::min(tile, rows - r0);
+    const T* tile_in = in + r0 * row;
+    const bool fresh = start && r0 == 0;
+    for (index_t c = 0; c < whole; c += chunk)
+      fold_columns<R, T, A, chunk, true>(out + c, tile_in + c, row, n, chunk, fresh);
+    if (whole < width)
+      fold_columns<R, T, A, chunk, false>(out + whole, tile_in + whole, row, n, width - whole,
+                                          fresh);
+  }
+}
+
 /// Folds x into acc (x's shape, stride 0 along the reduced dims) along the engine's rows of runs:
 /// a run along reduced dims is folded in lanes; dense rows that all fold into one dense
-/// accumulator run are added four at a time, so the accumulator is read and written once per
-/// four rows.
+/// accumulator run are folded by fold_rows, so the accumulator is read and written once per
+/// tile of rows.
 template <Reduction R, class T>
 void reduce_views(const StridedView<const T>& x, const StridedView<AccumulatorOf<R, T>>& acc) {
   using A = AccumulatorOf<R, T>;
@@ -170,16 +204,11 @@ void reduce_views(const StridedView<const T>& x, const StridedView<AccumulatorOf
       }
       return;
     }
-    index_t r = 0;
-    if (a_in == 1 && x_in == 1 && a_row == 0) {
-      for (; r + 4 <= rows; r += 4) {
-        const T *p0 = p + r * x_row, *p1 = p0 + x_row, *p2 = p1 + x_row, *p3 = p2 + x_row;
-        for (index_t i = 0; i < n; ++i)
-          a[i] = combine<R>(
-              a[i], combine<R>(combine<R>(in(p0[i]), in(p1[i])), combine<R>(in(p2[i]), in(p3[i]))));
-      }
+    if (a_in == 1 && x_in == 1 && a_row == 0) {  // dense rows into one dense accumulator row
+      fold_rows<R, T>(a, p, x_row, rows, n, false);
+      return;
     }
-    for (; r < rows; ++r)
+    for (index_t r = 0; r < rows; ++r)
       for (index_t i = 0; i < n; ++i) {
         A& target = a[r * a_row + i * a_in];
         target = combine<R>(target, in(p[r * x_row + i * x_in]));
@@ -250,39 +279,10 @@ void cumulate_views(const StridedView<A>& out, const StridedView<const A>& previ
       out, previous);
 }
 
-/// `rows` rows (row apart) folded column by column into out[0, columns) in registers: from the
-/// identity when `start`, else on top of what out holds; written once (no store-to-load chain
-/// through memory from row to row).
-template <Reduction R, class T, class A, index_t Chunk, bool Whole>
-void fold_columns(A* out, const T* in, index_t row, index_t rows, index_t columns, bool start) {
-  A lane[std::size_t(Chunk)];
-  for (index_t c = 0; c < Chunk; ++c)
-    lane[c] = start || !(Whole || c < columns) ? reduction_identity<R, A>() : out[c];
-  for (index_t r = 0; r < rows; ++r)
-    for (index_t c = 0; c < Chunk; ++c)
-      if (Whole || c < columns) lane[c] = combine<R>(lane[c], static_cast<A>(in[r * row + c]));
-  for (index_t c = 0; c < columns; ++c)
-    out[c] = lane[c];
-}
-
 template <Reduction R, class T>
 void reduce_blocks(const RowBlocks<2>& blocks, AccumulatorOf<R, T>* acc, const T* x) {
-  using A = AccumulatorOf<R, T>;
-  constexpr index_t chunk = 64 / index_t(sizeof(A)) * 2;  // two SIMD registers of A
-  constexpr index_t tile = 32;  // rows folded chunk by chunk while they stay in L1
-  const index_t width = blocks.width, row = blocks.row[1];
-  const index_t whole = width - width % chunk;
   walk_blocks(blocks, [&](const std::array<index_t, 2>& at, index_t rows) {
-    A* out = acc + at[0];
-    for (index_t r0 = 0; r0 < rows; r0 += tile) {
-      const index_t n = std::min(tile, rows - r0);
-      const T* in = x + at[1] + r0 * row;
-      for (index_t c = 0; c < whole; c += chunk)
-        fold_columns<R, T, A, chunk, true>(out + c, in + c, row, n, chunk, r0 == 0);
-      if (whole < width)
-        fold_columns<R, T, A, chunk, false>(out + whole, in + whole, row, n, width - whole,
-                                            r0 == 0);
-    }
+    fold_rows<R, T>(acc + at[0], x + at[1], blocks.row[1], rows, blocks.width, true);
   });
 }
 
