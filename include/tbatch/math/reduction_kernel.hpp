@@ -111,8 +111,8 @@ TBATCH_INLINE void reduce_blocks_raw(Reduction op, DType dtype, const RowBlocks<
 #if TBATCH_DEFINITIONS
 
 /// R over n contiguous elements from `in`, in independent lanes (the compiler vectorises
-/// them) combined pairwise. Float sums run their lanes in float and add each block of 512
-/// elements into a double.
+/// them) combined pairwise at the end of each block. Sums whose accumulator is float (the
+/// 16-bit floats) add each block of 512 elements into a double.
 template <Reduction R, class A, class T>
 A fold_dense(const T* in, index_t n) {
   using Lane = A;
