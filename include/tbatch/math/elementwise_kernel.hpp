@@ -113,21 +113,25 @@ void binary_blocks(const RowBlocks<3>& blocks, BinaryResult<Op, T>* out, const T
 template <UnaryOp Op, class T>
 void unary_blocks(const RowBlocks<2>& blocks, T* out, const T* x, const UnaryParams<T>& params) {
   const bool joined = blocks.row[0] == blocks.width && blocks.row[1] == blocks.width;
-  walk_blocks(blocks, [&](const std::array<index_t, 2>& at, index_t rows) {
-    const index_t runs = joined ? 1 : rows, length = joined ? rows * blocks.width : blocks.width;
-    if (blocks.pad_to != 0)
-      std::fill(out + at[0] + rows * blocks.width, out + at[0] + blocks.pad_to, T{});
-    for (index_t r = 0; r < runs && length > 0; ++r) {
-      T* o = out + at[0] + r * blocks.row[0];
-      const T* in = x + at[1] + r * blocks.row[1];
-      if constexpr (has_eigen_form<Op, T>())
-        eigen_unary<Op, T>(o, in, length);
-      else
-        dense_run(
-            o, length, Stores::cached, std::array<index_t, 2>{1, 1},
-            [&params](T v) { return apply_unary<Op, T>(v, params); }, std::tuple<const T*>(in));
-    }
-  });
+  walk_blocks(
+      blocks,
+      [&](const std::array<index_t, 2>& at, index_t rows) {
+        const index_t runs = joined ? 1 : rows,
+                      length = joined ? rows * blocks.width : blocks.width;
+        if (blocks.pad_to != 0)
+          std::fill(out + at[0] + rows * blocks.width, out + at[0] + blocks.pad_to, T{});
+        for (index_t r = 0; r < runs && length > 0; ++r) {
+          T* o = out + at[0] + r * blocks.row[0];
+          const T* in = x + at[1] + r * blocks.row[1];
+          if constexpr (has_eigen_form<Op, T>())
+            eigen_unary<Op, T>(o, in, length);
+          else
+            dense_run(
+                o, length, Stores::cached, std::array<index_t, 2>{1, 1},
+                [&params](T v) { return apply_unary<Op, T>(v, params); }, std::tuple<const T*>(in));
+        }
+      },
+      prefetch_inputs(blocks, x));
 }
 
 #endif  // TBATCH_DEFINITIONS

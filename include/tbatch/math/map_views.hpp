@@ -130,17 +130,21 @@ void map_blocks(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out* o
   bool joined = true;
   for (std::size_t k = 0; k < N; ++k)
     joined = joined && blocks.row[k] == (blocks.col[k] == 0 ? 0 : blocks.width);
-  walk_blocks(blocks, [&](const std::array<index_t, N>& at, index_t rows) {
-    const index_t runs = joined ? 1 : rows, length = joined ? rows * blocks.width : blocks.width;
-    for (index_t r = 0; r < runs && length > 0; ++r)
-      [&]<std::size_t... I>(std::index_sequence<I...>) {
-        dense_run(out + at[0] + r * blocks.row[0], length, Stores::cached, blocks.col, fn,
-                  std::tuple<const In*...>((inputs + at[I + 1] + r * blocks.row[I + 1])...));
-      }
-    (std::make_index_sequence<N - 1>{});
-    if (blocks.pad_to != 0)
-      std::fill(out + at[0] + rows * blocks.width, out + at[0] + blocks.pad_to, Out{});
-  });
+  walk_blocks(
+      blocks,
+      [&](const std::array<index_t, N>& at, index_t rows) {
+        const index_t runs = joined ? 1 : rows,
+                      length = joined ? rows * blocks.width : blocks.width;
+        for (index_t r = 0; r < runs && length > 0; ++r)
+          [&]<std::size_t... I>(std::index_sequence<I...>) {
+            dense_run(out + at[0] + r * blocks.row[0], length, Stores::cached, blocks.col, fn,
+                      std::tuple<const In*...>((inputs + at[I + 1] + r * blocks.row[I + 1])...));
+          }
+        (std::make_index_sequence<N - 1>{});
+        if (blocks.pad_to != 0)
+          std::fill(out + at[0] + rows * blocks.width, out + at[0] + blocks.pad_to, Out{});
+      },
+      prefetch_inputs(blocks, inputs...));
 }
 
 template <class Out, class Fn, class... In>

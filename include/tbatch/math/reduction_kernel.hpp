@@ -283,6 +283,7 @@ void cumulate_views(const StridedView<A>& out, const StridedView<const A>& previ
 
 template <Reduction R, class T>
 void reduce_blocks(const RowBlocks<2>& blocks, AccumulatorOf<R, T>* acc, const T* x) {
+  // No prefetch: measured, it did not speed up 1e5 elements of 1-8 x 16 floats.
   walk_blocks(blocks, [&](const std::array<index_t, 2>& at, index_t rows) {
     fold_rows<R, T>(acc + at[0], x + at[1], blocks.row[1], rows, blocks.width, true);
   });

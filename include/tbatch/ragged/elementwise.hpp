@@ -20,11 +20,27 @@
 namespace tbatch {
 namespace detail {
 
+/// True for the ops whose right operand is checked value by value (integer division by zero,
+/// integer pow with a negative exponent).
+template <BinaryOp Op, class T>
+inline constexpr bool checks_operand = std::is_integral_v<T> &&
+                                       (Op == BinaryOp::div || Op == BinaryOp::pow);
+
 /// check_operand on element i of a padded batch's operand, named after the element.
 template <BinaryOp Op, class T>
 void check_element_operand(const char* function, const StridedView<const T>& b, index_t i) {
-  if constexpr (std::is_integral_v<T> && (Op == BinaryOp::div || Op == BinaryOp::pow))
+  if constexpr (checks_operand<Op, T>)
     check_operand<Op>(function, b, ("element " + std::to_string(i) + " of b").c_str());
+}
+
+/// check_element_operand over every element of `x` (geometry g): a view per element, so only
+/// for the ops that check (integer division and pow).
+template <BinaryOp Op, class T>
+void check_element_operands(const char* function, const Tensor<T>& x, const BatchGeometry& g,
+                            index_t batch) {
+  if constexpr (checks_operand<Op, T>)
+    for (index_t i = 0; i < batch; ++i)
+      check_element_operand<Op>(function, element_view(x, g, i), i);
 }
 
 /// A padded result of a's metadata and its data, padding included, to be written by the blocks
@@ -65,8 +81,7 @@ BatchOf<B, BinaryResult<Op, ValueOf<B>>> batch_binary(const char* function, cons
   if constexpr (kind_of<B> == BatchKind::padded) {
     auto [out, data] = padded_result<R>(a);
     if (const auto rows = padded_rows(out, a, b)) {
-      for (index_t i = 0; i < b.batch_size(); ++i)  // integer division and pow only
-        check_element_operand<Op>(function, element_view(b.data(), gb, i), i);
+      check_element_operands<Op>(function, b.data(), gb, b.batch_size());
       run_binary_blocks<Op, T>(rows->blocks, data.data(), a.data().data(), b.data().data());
       return out;
     }
@@ -95,9 +110,7 @@ BatchOf<B, BinaryResult<Op, ValueOf<B>>> batch_scalar(const char* function, cons
     if (auto rows = padded_rows<1>(out, a)) {
       const StridedView<const T> v = broadcast_value(value, Shape{});
       if (scalar_first) {
-        const BatchGeometry ga = geometry_of(a);
-        for (index_t i = 0; i < a.batch_size(); ++i)  // integer division and pow only
-          check_element_operand<Op>(function, element_view(a.data(), ga, i), i);
+        check_element_operands<Op>(function, a.data(), geometry_of(a), a.batch_size());
         std::swap(rows->blocks.start[1], rows->blocks.start[2]);
         std::swap(rows->blocks.row[1], rows->blocks.row[2]);
         std::swap(rows->blocks.col[1], rows->blocks.col[2]);

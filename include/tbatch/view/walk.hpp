@@ -3,12 +3,14 @@
 // destination's strides, merges dims that are contiguous together and visits innermost runs.
 // This file holds tbatch's only N-d index walk.
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <utility>
 
 #include "tbatch/base/shape.hpp"
 #include "tbatch/base/small_vector.hpp"
+#include "tbatch/base/tuning.hpp"
 
 namespace tbatch {
 namespace detail {
@@ -185,17 +187,58 @@ struct RowBlocks {
 /// Visits each non-empty block of `blocks` as walk_rows visits a plan's rows: calls visit(offsets,
 /// rows) with each operand's offset of the block's first row; the kernel's loop over the rows
 /// (row[j] apart) and along them is its own, inline. With pad_to, empty blocks are visited too
-/// (their padding is the whole slot).
-template <std::size_t N, class Visit>
-void walk_blocks(const RowBlocks<N>& blocks, Visit&& visit) {
+/// (their padding is the whole slot). Before block k, ahead(offsets, rows) is called with block
+/// k + block_lookahead's (when there is one): a kernel prefetches its inputs there, which the
+/// hardware does not for short blocks separated by gaps (a padded batch's slots).
+inline constexpr index_t block_lookahead = 4;
+template <std::size_t N, class Visit, class Ahead>
+void walk_blocks(const RowBlocks<N>& blocks, Visit&& visit, Ahead&& ahead) {
   if (blocks.width == 0 && blocks.pad_to == 0) return;
-  for (index_t k = 0; k < blocks.count; ++k) {
-    if (blocks.rows[k] == 0 && blocks.pad_to == 0) continue;
+  const auto offsets = [&](index_t k) {
     std::array<index_t, N> at;
     for (std::size_t j = 0; j < N; ++j)
       at[j] = blocks.start[j][k];
-    visit(static_cast<const std::array<index_t, N>&>(at), blocks.rows[k]);
+    return at;
+  };
+  for (index_t k = 0; k < blocks.count; ++k) {
+    if (k + block_lookahead < blocks.count)
+      ahead(offsets(k + block_lookahead), blocks.rows[k + block_lookahead]);
+    if (blocks.rows[k] == 0 && blocks.pad_to == 0) continue;
+    visit(offsets(k), blocks.rows[k]);
   }
+}
+template <std::size_t N, class Visit>
+void walk_blocks(const RowBlocks<N>& blocks, Visit&& visit) {
+  walk_blocks(blocks, visit, [](const std::array<index_t, N>&, index_t) {});
+}
+
+/// Prefetches the `rows` rows of `width` values (`row` apart, values `col` apart) from `first`:
+/// every cache line of a dense block, the first of each row otherwise.
+template <class T>
+void prefetch_rows(const T* first, index_t rows, index_t width, index_t row, index_t col) {
+  const auto* bytes = reinterpret_cast<const char*>(first);
+  if (col == 1 && row == width) {
+    const index_t n = rows * width * index_t(sizeof(T));
+    for (index_t b = 0; b < n; b += line_bytes)
+      __builtin_prefetch(bytes + b);
+    return;
+  }
+  for (index_t r = 0; r < (row == 0 ? std::min<index_t>(rows, 1) : rows); ++r)
+    __builtin_prefetch(bytes + r * row * index_t(sizeof(T)));
+}
+
+/// walk_blocks' ahead callback that prefetches a block's inputs: operands 1 to N - 1, whose
+/// origins are `inputs`.
+template <std::size_t N, class... In>
+auto prefetch_inputs(const RowBlocks<N>& blocks, const In*... inputs) {
+  static_assert(sizeof...(In) + 1 == N, "prefetch_inputs: one origin per input operand");
+  return [&blocks, inputs...](const std::array<index_t, N>& at, index_t rows) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (prefetch_rows(inputs + at[I + 1], rows, blocks.width, blocks.row[I + 1], blocks.col[I + 1]),
+       ...);
+    }
+    (std::index_sequence_for<In...>{});
+  };
 }
 
 }  // namespace detail
