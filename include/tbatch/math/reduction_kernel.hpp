@@ -155,22 +155,31 @@ void fold_columns(A* out, const T* in, index_t row, index_t rows, index_t column
     out[c] = lane[c];
 }
 
+/// One tile of `rows` rows folded into out[0, width), `chunk` columns at a time in registers.
+template <Reduction R, class T, class A, index_t chunk>
+void fold_tile(A* out, const T* in, index_t row, index_t rows, index_t width, bool start) {
+  const index_t whole = width - width % chunk;
+  for (index_t c = 0; c < whole; c += chunk)
+    fold_columns<R, T, A, chunk, true>(out + c, in + c, row, rows, chunk, start);
+  if (whole < width)
+    fold_columns<R, T, A, chunk, false>(out + whole, in + whole, row, rows, width - whole, start);
+}
+
 /// `rows` rows of `width` values (`row` apart) folded into out[0, width): from the identity when
 /// `start`, else on top of what out holds. Tiles of `tile` rows are folded chunk by chunk in
-/// registers while their rows stay in L1, so out is read and written once per tile.
+/// registers while their rows stay in L1, so out is read and written once per tile. Chunks are
+/// two SIMD registers of A, or one for rows narrower than that (16 floats: amax 7.6 -> 2 ms on
+/// 1e5 elements of 1-8 rows).
 template <Reduction R, class T, class A, index_t tile = 32>
 void fold_rows(A* out, const T* in, index_t row, index_t rows, index_t width, bool start) {
-  constexpr index_t chunk = 64 / index_t(sizeof(A)) * 2;  // two SIMD registers of A
-  const index_t whole = width - width % chunk;
+  constexpr index_t simd = 64 / index_t(sizeof(A));
   for (index_t r0 = 0; r0 < rows; r0 += tile) {
     const index_t n = std::min(tile, rows - r0);
-    const T* tile_in = in + r0 * row;
     const bool fresh = start && r0 == 0;
-    for (index_t c = 0; c < whole; c += chunk)
-      fold_columns<R, T, A, chunk, true>(out + c, tile_in + c, row, n, chunk, fresh);
-    if (whole < width)
-      fold_columns<R, T, A, chunk, false>(out + whole, tile_in + whole, row, n, width - whole,
-                                          fresh);
+    if (width >= 2 * simd)
+      fold_tile<R, T, A, 2 * simd>(out, in + r0 * row, row, n, width, fresh);
+    else
+      fold_tile<R, T, A, simd>(out, in + r0 * row, row, n, width, fresh);
   }
 }
 
