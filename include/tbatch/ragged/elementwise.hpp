@@ -168,25 +168,33 @@ std::optional<BatchOf<B, BinaryResult<Op, ValueOf<B>>>> dense_blocks(
     a_start[i] = in.start(i);
     d_start[i] = i * dense.stride(0);
   }
-  // Every row of packed data is an element's; a padded result's padding is 0.
-  BatchOf<B, R> out =
-      with_metadata<R>(a, kind_of<B> == BatchKind::padded ? Tensor<R>(a.data().shape(), R{})
-                                                          : Tensor<R>::empty(a.data().shape()));
+  // Every row of packed data is an element's; a padded result's slots are contiguous, and the
+  // kernel writes each slot's padding (0) after its rows (pad_to), so nothing is written twice.
+  BatchOf<B, R> out = with_metadata<R>(a, Tensor<R>::empty(a.data().shape()));
   const BatchGeometry result = geometry_of(out);
   for (index_t i = 0; i < batch; ++i)
     out_start[i] = result.start(i);
   const index_t a_row = in.stride(0, 0), out_row = result.stride(0, 0);
   Tensor<R> data = out.data();
+  const index_t pad_to = kind_of<B> == BatchKind::padded ? data.stride(0) : 0;
   if (dense_first)
-    run_binary_blocks<Op, T>(
-        RowBlocks<3>{
-            {out_start, d_start, a_start}, rows, batch, width, {out_row, row, a_row}, {1, col, 1}},
-        data.data(), dense.data(), a.data().data());
+    run_binary_blocks<Op, T>(RowBlocks<3>{{out_start, d_start, a_start},
+                                          rows,
+                                          batch,
+                                          width,
+                                          {out_row, row, a_row},
+                                          {1, col, 1},
+                                          pad_to},
+                             data.data(), dense.data(), a.data().data());
   else
-    run_binary_blocks<Op, T>(
-        RowBlocks<3>{
-            {out_start, a_start, d_start}, rows, batch, width, {out_row, a_row, row}, {1, 1, col}},
-        data.data(), a.data().data(), dense.data());
+    run_binary_blocks<Op, T>(RowBlocks<3>{{out_start, a_start, d_start},
+                                          rows,
+                                          batch,
+                                          width,
+                                          {out_row, a_row, row},
+                                          {1, 1, col},
+                                          pad_to},
+                             data.data(), a.data().data(), dense.data());
   return out;
 }
 
