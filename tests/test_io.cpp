@@ -669,7 +669,7 @@ TEST_CASE("RaggedTensorDict::from_stored takes back what stored gives, and check
         TensorDict({{"points", testing::iota<float>(Shape{1 + i, 3})},
                     {"meta", TensorDict({{"id", testing::iota<std::int32_t>(Shape{2})}})}}));
   auto reject = [](const std::string& prefix, const std::string& why) {
-    tbatch::detail::fail<ValueError>("test", prefix, "|", why);
+    tbatch::detail::fail<ValueError>("test", {prefix, "|", why});
   };
   for (RaggedLayout layout : {RaggedLayout::padded, RaggedLayout::packed}) {
     const RaggedTensorDict ragged = TensorDict::stack_ragged(tds, layout);

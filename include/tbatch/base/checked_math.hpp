@@ -26,7 +26,7 @@ inline bool subtract_overflows(index_t a, index_t b, index_t& difference) {
 inline index_t checked_mul(index_t a, index_t b, const char* function) {
   index_t product = 0;
   if (multiply_overflows(a, b, product))
-    fail<ShapeError>(function, "size ", a, " * ", b, " overflows a 64-bit index");
+    fail<ShapeError>(function, {"size ", a, " * ", b, " overflows a 64-bit index"});
   return product;
 }
 
@@ -34,7 +34,7 @@ inline index_t checked_mul(index_t a, index_t b, const char* function) {
 inline index_t checked_add(index_t a, index_t b, const char* function) {
   index_t sum = 0;
   if (add_overflows(a, b, sum))
-    fail<ShapeError>(function, "size ", a, " + ", b, " overflows a 64-bit index");
+    fail<ShapeError>(function, {"size ", a, " + ", b, " overflows a 64-bit index"});
   return sum;
 }
 

@@ -65,8 +65,8 @@ decltype(auto) dispatch_dtype(DType dtype, Fn&& fn, const char* function = "disp
     TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DTYPE_CASE)
 #undef TBATCH_DTYPE_CASE
   }
-  fail<ValueError>(function, "dtype tag ", static_cast<int>(dtype),
-                   " is not one of the twelve element types (expected 0 to 11)");
+  fail<ValueError>(function, {"dtype tag ", static_cast<int>(dtype),
+                              " is not one of the twelve element types (expected 0 to 11)"});
 }
 }  // namespace detail
 

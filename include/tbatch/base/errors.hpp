@@ -180,11 +180,13 @@ Listed<Range> listed(const Range& values) {
   return Listed<Range>{values};
 }
 
-/// Throws `E` whose message is "<function>: <parts...>". Cold and never inlined, so a check in a
-/// kernel's loop costs the loop one call, not the construction of the message's parts.
-template <class E, class... Parts>
-[[noreturn, gnu::cold, gnu::noinline]] void fail(const char* function, const Parts&... parts) {
-  raise_error(error_kind_of<E>, function, {MessagePart(parts)...});
+/// Throws `E` whose message is "<function>: <parts...>", as in
+/// `fail<ValueError>("pad", {"dim ", dim, " is out of range"})`. One function per error kind,
+/// not one per call site's argument types; cold, so the parts are built on the path that throws.
+template <class E>
+[[noreturn, gnu::cold]] inline void fail(const char* function,
+                                         std::initializer_list<MessagePart> parts) {
+  raise_error(error_kind_of<E>, function, parts);
 }
 
 #if TBATCH_DEFINITIONS

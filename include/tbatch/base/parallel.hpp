@@ -49,8 +49,8 @@ TBATCH_INLINE int max_threads() {
 
 TBATCH_INLINE void set_max_threads(int threads) {
   if (threads < 0)
-    detail::fail<ValueError>("set_max_threads", "threads is ", threads,
-                             ", expected >= 0 (0: OpenMP's default)");
+    detail::fail<ValueError>("set_max_threads",
+                             {"threads is ", threads, ", expected >= 0 (0: OpenMP's default)"});
   detail::max_threads_setting().store(threads, std::memory_order_relaxed);
 }
 

@@ -88,9 +88,10 @@ class Shape {
       if (s == 0)
         empty = true;
       else if (detail::multiply_overflows(n, s, n))
-        detail::fail<ShapeError>("Shape::numel", "shape ", *this,
-                                 " is too large: the product of its nonzero sizes overflows a "
-                                 "64-bit index");
+        detail::fail<ShapeError>("Shape::numel",
+                                 {"shape ", *this,
+                                  " is too large: the product of its nonzero sizes overflows a "
+                                  "64-bit index"});
     }
     return empty ? 0 : n;
   }
@@ -116,7 +117,7 @@ class Shape {
  private:
   static void check_size(index_t size) {
     if (size < 0)
-      detail::fail<ShapeError>("Shape", "size ", size, " is negative; sizes must be >= 0");
+      detail::fail<ShapeError>("Shape", {"size ", size, " is negative; sizes must be >= 0"});
   }
   template <class It>
   void assign(It first, It last) {

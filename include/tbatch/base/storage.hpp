@@ -42,9 +42,9 @@ class Storage {
   static std::shared_ptr<Storage> borrow(void* data, index_t bytes,
                                          std::shared_ptr<const void> owner) {
     if (bytes < 0)
-      detail::fail<ValueError>("Storage::borrow", "bytes is ", bytes, "; expected >= 0");
+      detail::fail<ValueError>("Storage::borrow", {"bytes is ", bytes, "; expected >= 0"});
     if (data == nullptr && bytes > 0)
-      detail::fail<ValueError>("Storage::borrow", "data is null for ", bytes, " bytes");
+      detail::fail<ValueError>("Storage::borrow", {"data is null for ", bytes, " bytes"});
     auto storage = std::make_shared<Storage>(Private{}, data, bytes);
     storage->owner_ = std::move(owner);
     return storage;

@@ -62,8 +62,8 @@ TBATCH_INLINE std::atomic<index_t>& detail::streaming_min_bytes_setting() {
 
 TBATCH_INLINE void set_streaming_stores_min_bytes(index_t bytes) {
   if (bytes < 0)
-    detail::fail<ValueError>("set_streaming_stores_min_bytes", "bytes is ", bytes,
-                             ", expected >= 0");
+    detail::fail<ValueError>("set_streaming_stores_min_bytes",
+                             {"bytes is ", bytes, ", expected >= 0"});
   detail::streaming_min_bytes_setting().store(bytes, std::memory_order_relaxed);
 }
 

@@ -69,8 +69,9 @@ decltype(auto) dispatch_width(index_t element_size, Fn&& fn) {
     case 8:
       return fn(std::type_identity<Word<8>>{});
   }
-  fail<ValueError>("dispatch_width", "element size ", element_size,
-                   " is not one of the element widths (expected 1, 2, 4 or 8 bytes)");
+  fail<ValueError>("dispatch_width",
+                   {"element size ", element_size,
+                    " is not one of the element widths (expected 1, 2, 4 or 8 bytes)"});
 }
 
 }  // namespace tbatch::detail

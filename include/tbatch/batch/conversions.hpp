@@ -149,13 +149,13 @@ ExactBatch<typename B::value_type> to_exact(const B& batch) {
     return batch;
   } else {
     if (batch.batch_size() == 0)
-      detail::fail<ShapeError>("to_exact", "an empty batch has no element shape to stack");
+      detail::fail<ShapeError>("to_exact", {"an empty batch has no element shape to stack"});
     const Shape shape = batch.shape_of(0);
     for (index_t i = 1; i < batch.batch_size(); ++i)
       if (!(batch.shape_of(i) == shape))
-        detail::fail<ShapeError>("to_exact", "element ", i, " has shape ", batch.shape_of(i),
-                                 " but element 0 has ", shape,
-                                 "; an exact batch needs equal shapes");
+        detail::fail<ShapeError>(
+            "to_exact", {"element ", i, " has shape ", batch.shape_of(i), " but element 0 has ",
+                         shape, "; an exact batch needs equal shapes"});
     std::vector<index_t> sizes{batch.batch_size()};
     sizes.insert(sizes.end(), shape.begin(), shape.end());
     if constexpr (std::is_same_v<B, PaddedBatch<T>>) {
@@ -223,12 +223,13 @@ std::vector<Tensor<typename B::value_type>> packed_to_list(const B&, const Args&
 template <class T>
 Tensor<T> tile_to_packed(const Tensor<T>& values, const Tensor<index_t>& numel_per_tensor) {
   if (!(values.dim() == 1 || (values.dim() == 2 && values.size(1) == 1)))
-    detail::fail<ShapeError>("tile_to_packed", "values must have shape (B) or (B, 1), got ",
-                             values.shape());
+    detail::fail<ShapeError>("tile_to_packed",
+                             {"values must have shape (B) or (B, 1), got ", values.shape()});
   if (numel_per_tensor.dim() != 1 || numel_per_tensor.size(0) != values.size(0))
-    detail::fail<ShapeError>("tile_to_packed", "numel_per_tensor has shape ",
-                             numel_per_tensor.shape(), " but values has ", values.size(0),
-                             " entries; expected shape [", values.size(0), "]");
+    detail::fail<ShapeError>(
+        "tile_to_packed",
+        {"numel_per_tensor has shape ", numel_per_tensor.shape(), " but values has ",
+         values.size(0), " entries; expected shape [", values.size(0), "]"});
   return detail::tiled_to_packed(values, numel_per_tensor);
 }
 

@@ -189,15 +189,16 @@ PaddedBatch<T> padded_into_from_list(const std::vector<Item>& list_in, T padding
   const index_t batch = static_cast<index_t>(list.size());
   if (out.dim() < 2 || out.size(0) != batch ||
       (!list.empty() && (out.dim() != list[0].dim() + 1 || out.size(-1) != list[0].size(-1))))
-    fail<ShapeError>("list_to_padded_into", "out has shape ", out.shape(), " but ", batch,
-                     " tensors of rank ", list.empty() ? 0 : list[0].dim(), " need shape (", batch,
-                     ", max_shape..., ", list.empty() ? 0 : list[0].size(-1), ")");
+    fail<ShapeError>("list_to_padded_into",
+                     {"out has shape ", out.shape(), " but ", batch, " tensors of rank ",
+                      list.empty() ? 0 : list[0].dim(), " need shape (", batch, ", max_shape..., ",
+                      list.empty() ? 0 : list[0].size(-1), ")"});
   for (std::size_t i = 0; i < list.size(); ++i)
     for (index_t d = 0; d + 1 < list[i].dim(); ++d)
       if (list[i].size(d) > out.size(d + 1))
-        fail<ShapeError>("list_to_padded_into", "out has size ", out.size(d + 1), " at dim ", d + 1,
-                         " but tensor ", i, " has ", list[i].size(d), " there (out shape ",
-                         out.shape(), ")");
+        fail<ShapeError>("list_to_padded_into",
+                         {"out has size ", out.size(d + 1), " at dim ", d + 1, " but tensor ", i,
+                          " has ", list[i].size(d), " there (out shape ", out.shape(), ")"});
   // Read out's rank before out is moved into the call (argument order is unspecified).
   Tensor<index_t> shapes =
       list.empty() ? Tensor<index_t>(Shape{0, out.dim() - 2}) : shape_per_tensor;
@@ -225,8 +226,8 @@ PackedBatch<T> packed_into_from_list(const std::vector<Item>& list_in, Tensor<T>
   const Tensor<index_t> first_idx = packed_first_idx(shape_per_tensor, "list_to_packed_into");
   const Shape needed{first_idx.data()[list.size()], list.empty() ? out.size(-1) : list[0].size(-1)};
   if (!(out.shape() == needed))
-    fail<ShapeError>("list_to_packed_into", "out has shape ", out.shape(), " but the list needs ",
-                     needed);
+    fail<ShapeError>("list_to_packed_into",
+                     {"out has shape ", out.shape(), " but the list needs ", needed});
   write_elements(BatchGeometry::packed(out.layout(), shape_per_tensor, first_idx), out,
                  ListSource<Item>{list.data()});
   return PackedBatch<T>(std::move(out), shape_per_tensor, first_idx, ValidMetadata{});
@@ -241,8 +242,9 @@ Tensor<T> stack_equal(const std::vector<Tensor<T>>& list, const char* function) 
     stacked.push_back(s);
   for (std::size_t i = 0; i < list.size(); ++i)
     if (!(list[i].shape() == shape))
-      fail<ShapeError>(function, "element ", i, " has shape ", list[i].shape(),
-                       " but element 0 has ", shape, "; an exact batch needs equal shapes");
+      fail<ShapeError>(function,
+                       {"element ", i, " has shape ", list[i].shape(), " but element 0 has ", shape,
+                        "; an exact batch needs equal shapes"});
   Tensor<T> out = Tensor<T>::empty(stacked);
   write_elements(BatchGeometry::exact(out.layout()), out, ListSource<Tensor<T>>{list.data()});
   return out;

@@ -53,16 +53,16 @@ struct ValidMetadata {};
 
 inline void check_element_index(index_t i, index_t batch, const char* function) {
   if (i < 0 || i >= batch)
-    fail<IndexError>(function, "element index ", i, " is out of range for a batch of ", batch,
-                     " (expected 0 to ", batch - 1, ")");
+    fail<IndexError>(function, {"element index ", i, " is out of range for a batch of ", batch,
+                                " (expected 0 to ", batch - 1, ")"});
 }
 
 /// `data` when it has rank >= 2 (batch, element dims..., last dim); ShapeError otherwise.
 template <class T>
 Tensor<T> checked_batch_data(Tensor<T> data, const char* function) {
   if (data.dim() < 2)
-    fail<ShapeError>(function, "data must have rank >= 2 (batch, ..., last dim), got shape ",
-                     data.shape());
+    fail<ShapeError>(function,
+                     {"data must have rank >= 2 (batch, ..., last dim), got shape ", data.shape()});
   return data;
 }
 
@@ -70,8 +70,8 @@ Tensor<T> checked_batch_data(Tensor<T> data, const char* function) {
 template <class T>
 Tensor<T> same_shape_data(Tensor<T> data, const Shape& shape, const char* function) {
   if (!(data.shape() == shape))
-    fail<ShapeError>(function, "data has shape ", data.shape(), " but the batch's data has ", shape,
-                     "; the metadata fits only data of that shape");
+    fail<ShapeError>(function, {"data has shape ", data.shape(), " but the batch's data has ",
+                                shape, "; the metadata fits only data of that shape"});
   return data;
 }
 
@@ -170,9 +170,9 @@ class PaddedBatch : public detail::ElementMethods<PaddedBatch<T>> {
     for (index_t i = 0; i < batch_size(); ++i)
       for (index_t d = 0; d < columns; ++d)
         if (sizes[i * columns + d] > padded[d + 1])
-          detail::fail<ShapeError>("PaddedBatch", "shape_per_tensor[", i, "][", d,
-                                   "] = ", sizes[i * columns + d], " exceeds the padded size ",
-                                   padded[d + 1], " of data dim ", d + 1);
+          detail::fail<ShapeError>(
+              "PaddedBatch", {"shape_per_tensor[", i, "][", d, "] = ", sizes[i * columns + d],
+                              " exceeds the padded size ", padded[d + 1], " of data dim ", d + 1});
   }
 
   /// The padded tensor (B, max_shape..., last_dim), padding included.
@@ -268,21 +268,22 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
         first_idx_(first_idx.contiguous()) {
     const index_t batch = shape_per_tensor_.size(0);
     if (!(first_idx.shape() == Shape{batch + 1}))
-      detail::fail<ShapeError>("PackedBatch", "first_idx has shape ", first_idx.shape(),
-                               " but shape_per_tensor describes ", batch,
-                               " elements, so it needs [", batch + 1, "]");
+      detail::fail<ShapeError>("PackedBatch", {"first_idx has shape ", first_idx.shape(),
+                                               " but shape_per_tensor describes ", batch,
+                                               " elements, so it needs [", batch + 1, "]"});
     const index_t* first = first_idx_.data();
     detail::check_first_idx("PackedBatch", first, batch, [&](index_t i) {
       const index_t rows = detail::rows_of(shape_per_tensor_, i, "PackedBatch");
       if (first[i + 1] - first[i] != rows)
-        detail::fail<ValueError>("PackedBatch", "element ", i, " spans ", first[i + 1] - first[i],
-                                 " rows by first_idx but its shape_per_tensor row ",
-                                 detail::element_shape(shape_per_tensor_, i, data_.size(1)),
-                                 " holds ", rows);
+        detail::fail<ValueError>(
+            "PackedBatch",
+            {"element ", i, " spans ", first[i + 1] - first[i],
+             " rows by first_idx but its shape_per_tensor row ",
+             detail::element_shape(shape_per_tensor_, i, data_.size(1)), " holds ", rows});
     });
     if (first[batch] != data_.size(0))
-      detail::fail<ValueError>("PackedBatch", "first_idx[", batch, "] = ", first[batch],
-                               " but data has ", data_.size(0), " rows");
+      detail::fail<ValueError>("PackedBatch", {"first_idx[", batch, "] = ", first[batch],
+                                               " but data has ", data_.size(0), " rows"});
   }
 
   /// The packed rows (total rows, last_dim).
@@ -358,11 +359,11 @@ class PackedBatch : public detail::ElementMethods<PackedBatch<T>> {
   static Tensor<index_t> checked_shape_per_tensor(const Tensor<T>& data,
                                                   const Tensor<index_t>& shape_per_tensor) {
     if (data.dim() != 2)
-      detail::fail<ShapeError>("PackedBatch", "data must be 2-d (rows, last dim), got shape ",
-                               data.shape());
+      detail::fail<ShapeError>("PackedBatch",
+                               {"data must be 2-d (rows, last dim), got shape ", data.shape()});
     if (shape_per_tensor.dim() != 2)
-      detail::fail<ShapeError>("PackedBatch", "shape_per_tensor must be 2-d (B, rank - 1), got ",
-                               shape_per_tensor.shape());
+      detail::fail<ShapeError>("PackedBatch", {"shape_per_tensor must be 2-d (B, rank - 1), got ",
+                                               shape_per_tensor.shape()});
     return detail::checked_shape_per_tensor(shape_per_tensor, shape_per_tensor.size(0),
                                             shape_per_tensor.size(1) + 1, "PackedBatch");
   }

@@ -46,9 +46,8 @@ template <class Item>
 Tensor<index_t> shape_per_tensor_of(const std::vector<Item>& list, const char* function) {
   const index_t rank = list.empty() ? 1 : list.front().dim();
   if (rank < 1)
-    fail<ShapeError>(function,
-                     "expected tensors of rank >= 1 (the last dim is the element size) "
-                     "but got rank 0 at index 0");
+    fail<ShapeError>(function, {"expected tensors of rank >= 1 (the last dim is the element size) "
+                                "but got rank 0 at index 0"});
   const index_t last_dim = list.empty() ? 0 : list.front().shape()[rank - 1];
   const index_t columns = list.empty() ? 0 : rank - 1;
   Tensor<index_t> out = Tensor<index_t>::empty(Shape{static_cast<index_t>(list.size()), columns});
@@ -56,15 +55,16 @@ Tensor<index_t> shape_per_tensor_of(const std::vector<Item>& list, const char* f
   for (std::size_t i = 0; i < list.size(); ++i, row += columns) {
     const Shape& shape = list[i].shape();
     if (index_t(shape.size()) != rank)
-      fail<ShapeError>(function, "expected all tensors to have ", rank, " dimensions but got ",
-                       shape.size(), " at index ", i);
+      fail<ShapeError>(function, {"expected all tensors to have ", rank, " dimensions but got ",
+                                  shape.size(), " at index ", i});
     if (shape[rank - 1] != last_dim)
-      fail<ShapeError>(function, "expected all tensors to have last dimension ", last_dim,
-                       " but got ", shape[rank - 1], " at index ", i,
-                       rank == 1 ? "; 1-d tensors are single elements of that many features: for "
-                                   "sequences of scalars use pad_sequence, or unsqueeze(-1) each "
-                                   "tensor"
-                                 : "");
+      fail<ShapeError>(function,
+                       {"expected all tensors to have last dimension ", last_dim, " but got ",
+                        shape[rank - 1], " at index ", i,
+                        rank == 1 ? "; 1-d tensors are single elements of that many features: for "
+                                    "sequences of scalars use pad_sequence, or unsqueeze(-1) each "
+                                    "tensor"
+                                  : ""});
     for (index_t d = 0; d < columns; ++d)
       row[d] = shape[d];
   }
@@ -75,11 +75,11 @@ Tensor<index_t> shape_per_tensor_of(const std::vector<Item>& list, const char* f
 /// decrease; element(i) then checks element i's own rule. ValueError naming `function`.
 template <class Element>
 void check_first_idx(const char* function, const index_t* first, index_t batch, Element&& element) {
-  if (first[0] != 0) fail<ValueError>(function, "first_idx[0] = ", first[0], ", expected 0");
+  if (first[0] != 0) fail<ValueError>(function, {"first_idx[0] = ", first[0], ", expected 0"});
   for (index_t i = 0; i < batch; ++i) {
     if (first[i + 1] < first[i])
-      fail<ValueError>(function, "first_idx must not decrease, but first_idx[", i + 1,
-                       "] = ", first[i + 1], " < first_idx[", i, "] = ", first[i]);
+      fail<ValueError>(function, {"first_idx must not decrease, but first_idx[", i + 1,
+                                  "] = ", first[i + 1], " < first_idx[", i, "] = ", first[i]});
     element(i);
   }
 }
@@ -88,8 +88,8 @@ void check_first_idx(const char* function, const index_t* first, index_t batch, 
 /// negative, ShapeError when the sum overflows.
 inline void append_running_sum(index_t* first, index_t i, index_t n) {
   if (n < 0)
-    fail<ValueError>("get_first_idx", "numel_per_tensor[", i, "] = ", n,
-                     " is negative; expected >= 0");
+    fail<ValueError>("get_first_idx",
+                     {"numel_per_tensor[", i, "] = ", n, " is negative; expected >= 0"});
   first[i + 1] = checked_add(first[i], n, "get_first_idx");
 }
 
@@ -145,13 +145,14 @@ TBATCH_INLINE Tensor<index_t> checked_shape_per_tensor(const Tensor<index_t>& sh
                                                        const char* function) {
   const Shape expected{batch, element_rank - 1};
   if (!(shape_per_tensor.shape() == expected))
-    fail<ShapeError>(function, "shape_per_tensor has shape ", shape_per_tensor.shape(),
-                     " but the data needs ", expected, " (batch size, element rank - 1)");
+    fail<ShapeError>(
+        function, {"shape_per_tensor has shape ", shape_per_tensor.shape(), " but the data needs ",
+                   expected, " (batch size, element rank - 1)"});
   Tensor<index_t> dense = shape_per_tensor.contiguous();
   for (index_t i = 0, n = dense.numel(); i < n; ++i)
     if (dense.data()[i] < 0)
-      fail<ValueError>(function, "shape_per_tensor[", i / expected[1], "][", i % expected[1],
-                       "] = ", dense.data()[i], " is negative; sizes must be >= 0");
+      fail<ValueError>(function, {"shape_per_tensor[", i / expected[1], "][", i % expected[1],
+                                  "] = ", dense.data()[i], " is negative; sizes must be >= 0"});
   return dense;
 }
 
@@ -168,8 +169,8 @@ namespace tbatch {
 
 TBATCH_INLINE Tensor<index_t> get_first_idx(const Tensor<index_t>& numel_per_tensor) {
   if (numel_per_tensor.dim() != 1)
-    detail::fail<ShapeError>("get_first_idx", "numel_per_tensor must be 1-d, got shape ",
-                             numel_per_tensor.shape());
+    detail::fail<ShapeError>(
+        "get_first_idx", {"numel_per_tensor must be 1-d, got shape ", numel_per_tensor.shape()});
   const index_t batch = numel_per_tensor.size(0);
   const Tensor<index_t> counts = numel_per_tensor.contiguous();
   Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch + 1});
@@ -181,34 +182,36 @@ TBATCH_INLINE Tensor<index_t> get_first_idx(const Tensor<index_t>& numel_per_ten
 TBATCH_INLINE Tensor<index_t> fill_max_shape(const Tensor<index_t>& shape_per_tensor,
                                              std::vector<index_t> partial_max_shape) {
   if (shape_per_tensor.dim() != 2)
-    detail::fail<ShapeError>("fill_max_shape", "shape_per_tensor must be 2-d (B, rank - 1), got ",
-                             shape_per_tensor.shape());
+    detail::fail<ShapeError>("fill_max_shape", {"shape_per_tensor must be 2-d (B, rank - 1), got ",
+                                                shape_per_tensor.shape()});
   const index_t batch = shape_per_tensor.size(0), columns = shape_per_tensor.size(1);
   // An empty max_shape means -1 everywhere, read as such rather than allocated.
   const bool all_largest = partial_max_shape.empty();
   if (!all_largest && static_cast<index_t>(partial_max_shape.size()) != columns)
-    detail::fail<ShapeError>("fill_max_shape", "max_shape ", detail::listed(partial_max_shape),
-                             " has ", partial_max_shape.size(), " dims but the elements have ",
-                             columns, " (rank - 1)");
+    detail::fail<ShapeError>(
+        "fill_max_shape",
+        {"max_shape ", detail::listed(partial_max_shape), " has ", partial_max_shape.size(),
+         " dims but the elements have ", columns, " (rank - 1)"});
   Tensor<index_t> out = Tensor<index_t>::empty(Shape{columns});
   for (index_t d = 0; d < columns; ++d) {
     index_t largest = 0, largest_at = 0;
     for (index_t i = 0; i < batch; ++i) {
       const index_t size = shape_per_tensor(i, d);
       if (size < 0)
-        detail::fail<ValueError>("fill_max_shape", "shape_per_tensor[", i, "][", d, "] = ", size,
-                                 " is negative");
+        detail::fail<ValueError>("fill_max_shape",
+                                 {"shape_per_tensor[", i, "][", d, "] = ", size, " is negative"});
       if (size > largest) largest = size, largest_at = i;
     }
     const index_t wanted = all_largest ? -1 : partial_max_shape[static_cast<std::size_t>(d)];
     if (wanted == -1) {
       out.data()[d] = largest;
     } else if (wanted < -1) {
-      detail::fail<ValueError>("fill_max_shape", "dim ", d, " of max_shape (", wanted,
-                               ") is invalid; expected a size >= 0 or -1");
+      detail::fail<ValueError>("fill_max_shape", {"dim ", d, " of max_shape (", wanted,
+                                                  ") is invalid; expected a size >= 0 or -1"});
     } else if (wanted < largest) {
-      detail::fail<ValueError>("fill_max_shape", "dim ", d, " of max_shape (", wanted,
-                               ") is smaller than for tensor ", largest_at, " (", largest, ")");
+      detail::fail<ValueError>(
+          "fill_max_shape", {"dim ", d, " of max_shape (", wanted, ") is smaller than for tensor ",
+                             largest_at, " (", largest, ")"});
     } else {
       out.data()[d] = wanted;
     }

@@ -52,12 +52,11 @@ template <class T>
 Tensor<T> padded_sequence(const std::vector<StridedView<const T>>& list, T padding_value,
                           bool batch_first) {
   if (list.empty())
-    fail<ValueError>("pad_sequence",
-                     "the list is empty: the dims after the sequence dim are "
-                     "unknown; handle an empty batch before the call");
+    fail<ValueError>("pad_sequence", {"the list is empty: the dims after the sequence dim are "
+                                      "unknown; handle an empty batch before the call"});
   const Shape& first = list[0].shape();
   if (first.empty())
-    fail<ShapeError>("pad_sequence", "element 0 has rank 0; elements are (length, *)");
+    fail<ShapeError>("pad_sequence", {"element 0 has rank 0; elements are (length, *)"});
   std::vector<StridedView<const T>> columns;
   columns.reserve(list.size());
   index_t longest = 0;
@@ -65,8 +64,9 @@ Tensor<T> padded_sequence(const std::vector<StridedView<const T>>& list, T paddi
     const Shape& shape = list[i].shape();
     if (shape.size() != first.size() ||
         !std::equal(shape.begin() + 1, shape.end(), first.begin() + 1))
-      fail<ShapeError>("pad_sequence", "element ", i, " has shape ", shape, " but element 0 has ",
-                       first, "; elements are (length, *) with the same dims after the first");
+      fail<ShapeError>("pad_sequence",
+                       {"element ", i, " has shape ", shape, " but element 0 has ", first,
+                        "; elements are (length, *) with the same dims after the first"});
     longest = std::max(longest, shape[0]);
     columns.push_back(list[i].unsqueeze(-1));
   }

@@ -40,9 +40,10 @@ AnyTensor apply_to(Fn& fn, const AnyTensor& t, const KeyPath& path, const char* 
     else if constexpr (std::is_invocable_v<Fn&, const AnyTensor&>)
       return AnyTensor(fn(t));
     else
-      fail<TypeError>(function, "entry ", path, " has dtype ", t.dtype(),
-                      ", which the function does not take (it takes neither a Tensor of that "
-                      "dtype nor an AnyTensor)");
+      fail<TypeError>(function,
+                      {"entry ", path, " has dtype ", t.dtype(),
+                       ", which the function does not take (it takes neither a Tensor of that "
+                       "dtype nor an AnyTensor)"});
   });
 }
 
@@ -94,9 +95,10 @@ void apply_to_batch(Fn& fn, const B& batch, const StoredEntry& entry, StoredEntr
   if constexpr (std::is_invocable_v<Fn&, const B&>)
     store_result(fn(batch), entry.unit_last_dim, out);
   else
-    fail<TypeError>("RaggedTensorDict::apply", "entry ", path, " is a ragged ",
-                    kind_of<B> == BatchKind::packed ? "PackedBatch<" : "PaddedBatch<",
-                    dtype_name_of<ValueOf<B>>, ">, which the function does not take");
+    fail<TypeError>("RaggedTensorDict::apply",
+                    {"entry ", path, " is a ragged ",
+                     kind_of<B> == BatchKind::packed ? "PackedBatch<" : "PaddedBatch<",
+                     dtype_name_of<ValueOf<B>>, ">, which the function does not take"});
 }
 
 /// `stored` with fn applied to every tensor entry at any depth.
@@ -157,9 +159,10 @@ TensorDict TensorDict::applied(Fn& fn, detail::KeyPath& path) const {
       const Shape& shape = result.shape();
       if (shape.size() < batch_size_.size() ||
           !std::equal(batch_size_.begin(), batch_size_.end(), shape.begin()))
-        detail::fail<ShapeError>("TensorDict::apply", "the result for entry ", path, " has shape ",
-                                 shape, " but the batch size is ", batch_size_,
-                                 "; expected a result whose leading dims are the batch size");
+        detail::fail<ShapeError>(
+            "TensorDict::apply",
+            {"the result for entry ", path, " has shape ", shape, " but the batch size is ",
+             batch_size_, "; expected a result whose leading dims are the batch size"});
       out.entries_.emplace_back(key, Value(std::move(result)));
     } else {
       out.entries_.emplace_back(key, Value(value.dict().applied(fn, path)));
@@ -174,8 +177,9 @@ RaggedTensorDict RaggedTensorDict::apply(Fn&& fn) const {
   detail::KeyPath path;
   const Stored result = detail::applied_stored(stored(), layout_, fn, path);
   return from_stored(result, layout_, [](const std::string& prefix, const std::string& why) {
-    detail::fail<ShapeError>("RaggedTensorDict::apply", "the result",
-                             prefix.empty() ? std::string() : " at '" + prefix + "'", " ", why);
+    detail::fail<ShapeError>(
+        "RaggedTensorDict::apply",
+        {"the result", prefix.empty() ? std::string() : " at '" + prefix + "'", " ", why});
   });
 }
 

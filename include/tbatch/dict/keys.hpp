@@ -105,7 +105,7 @@ struct Where {
 
 TBATCH_INLINE NestedKey::NestedKey(const char* key) {
   if (key == nullptr)
-    detail::fail<KeyError>("NestedKey", "the key is a null pointer; expected a string");
+    detail::fail<KeyError>("NestedKey", {"the key is a null pointer; expected a string"});
   parts_.emplace_back(key);
 }
 

@@ -42,7 +42,7 @@ TBATCH_INLINE std::vector<std::string> RaggedTensorDict::keys() const {
 TBATCH_INLINE bool RaggedTensorDict::contains(const NestedKey& key) const {
   if (key.empty())
     detail::fail<KeyError>("RaggedTensorDict::contains",
-                           "the key is an empty path; expected at least one string");
+                           {"the key is an empty path; expected at least one string"});
   const RaggedTensorDict* dict = this;
   for (std::size_t i = 0; i + 1 < key.size(); ++i) {
     const Item* item = dict->find(key[i]);
@@ -56,7 +56,7 @@ TBATCH_INLINE RaggedTensorDict RaggedTensorDict::get_dict(const NestedKey& key) 
   const char* fn = "RaggedTensorDict::get_dict";
   const Item& item = item_at(key, fn);
   if (!item.dict)
-    detail::fail<TypeError>(fn, "entry ", key, " is a tensor, not a nested RaggedTensorDict");
+    detail::fail<TypeError>(fn, {"entry ", key, " is a tensor, not a nested RaggedTensorDict"});
   return *item.dict;
 }
 
@@ -98,17 +98,17 @@ TBATCH_INLINE const RaggedTensorDict::Item* RaggedTensorDict::find(const std::st
 TBATCH_INLINE const RaggedTensorDict::Item& RaggedTensorDict::item_at(const NestedKey& key,
                                                                       const char* fn) const {
   if (key.empty())
-    detail::fail<KeyError>(fn, "the key is an empty path; expected at least one string");
+    detail::fail<KeyError>(fn, {"the key is an empty path; expected at least one string"});
   const RaggedTensorDict* dict = this;
   for (std::size_t i = 0;; ++i) {
     const Item* item = dict->find(key[i]);
     if (item == nullptr)
-      detail::fail<KeyError>(fn, "key ", key, " not found in RaggedTensorDict with keys ",
-                             detail::KeysText{dict->keys()});
+      detail::fail<KeyError>(fn, {"key ", key, " not found in RaggedTensorDict with keys ",
+                                  detail::KeysText{dict->keys()}});
     if (i + 1 == key.size()) return *item;
     if (!item->dict)
-      detail::fail<KeyError>(fn, "key ", key, " not found: '", key[i],
-                             "' is a tensor, not a nested RaggedTensorDict");
+      detail::fail<KeyError>(fn, {"key ", key, " not found: '", key[i],
+                                  "' is a tensor, not a nested RaggedTensorDict"});
     dict = item->dict.get();
   }
 }
@@ -117,8 +117,8 @@ TBATCH_INLINE const RaggedTensorDict::StoredEntry& RaggedTensorDict::entry_at(
     const NestedKey& key, const char* fn) const {
   const Item& item = item_at(key, fn);
   if (!item.tensor)
-    detail::fail<TypeError>(fn, "entry ", key,
-                            " is a nested RaggedTensorDict, not a tensor; use get_dict");
+    detail::fail<TypeError>(
+        fn, {"entry ", key, " is a nested RaggedTensorDict, not a tensor; use get_dict"});
   return *item.tensor;
 }
 
@@ -194,9 +194,10 @@ RaggedTensorDict::stacked(const std::vector<const TensorDict*>& parts, RaggedLay
   out.batch_size_.push_back(static_cast<index_t>(parts.size()));
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (parts[i]->batch_dims() != first.batch_dims())
-      detail::fail<ShapeError>(fn, "tds[", i, "] has batch_size ", parts[i]->batch_size(),
-                               " but tds[0] has ", first.batch_size(), detail::Where{path, "at"},
-                               "; stacking needs the same number of batch dims");
+      detail::fail<ShapeError>(
+          fn, {"tds[", i, "] has batch_size ", parts[i]->batch_size(), " but tds[0] has ",
+               first.batch_size(), detail::Where{path, "at"},
+               "; stacking needs the same number of batch dims"});
     out.element_batch_sizes_.push_back(parts[i]->batch_size());
   }
   for (index_t d = 0; d < first.batch_dims(); ++d) {
@@ -212,10 +213,10 @@ RaggedTensorDict::stacked(const std::vector<const TensorDict*>& parts, RaggedLay
     for (std::size_t j = 0; same && j < keys.size(); ++j)
       same = parts[i]->contains(keys[j]);
     if (!same)
-      detail::fail<KeyError>(fn, "got keys ", detail::KeysText{keys}, " and ",
-                             detail::KeysText{other}, " which are incompatible (tds[0] and tds[", i,
-                             "]", detail::Where{path, "at"},
-                             "); every TensorDict must have the same keys");
+      detail::fail<KeyError>(
+          fn, {"got keys ", detail::KeysText{keys}, " and ", detail::KeysText{other},
+               " which are incompatible (tds[0] and tds[", i, "]", detail::Where{path, "at"},
+               "); every TensorDict must have the same keys"});
   }
   for (const std::string& key : keys) {
     path.push(key);
@@ -224,9 +225,9 @@ RaggedTensorDict::stacked(const std::vector<const TensorDict*>& parts, RaggedLay
     const bool nested = first.is_dict(key);
     for (std::size_t i = 1; i < parts.size(); ++i)
       if (parts[i]->is_dict(key) != nested)
-        detail::fail<TypeError>(fn, "entry ", path, " is a ",
-                                nested ? "nested TensorDict" : "tensor", " in tds[0] but a ",
-                                nested ? "tensor" : "nested TensorDict", " in tds[", i, "]");
+        detail::fail<TypeError>(
+            fn, {"entry ", path, " is a ", nested ? "nested TensorDict" : "tensor",
+                 " in tds[0] but a ", nested ? "tensor" : "nested TensorDict", " in tds[", i, "]"});
     if (nested) {
       std::vector<TensorDict> children;
       for (const TensorDict* part : parts)
@@ -255,8 +256,8 @@ TBATCH_INLINE RaggedTensorDict::StoredEntry RaggedTensorDict::stacked_entry(
   for (std::size_t i = 1; i < tensors.size(); ++i) {
     const AnyTensor& t = tensors[i];
     if (t.dtype() != head.dtype())
-      detail::fail<TypeError>(fn, "entry ", path, " has dtype ", t.dtype(), " in tds[", i, "] but ",
-                              head.dtype(), " in tds[0]; expected the same dtype");
+      detail::fail<TypeError>(fn, {"entry ", path, " has dtype ", t.dtype(), " in tds[", i,
+                                   "] but ", head.dtype(), " in tds[0]; expected the same dtype"});
     same_shape = same_shape && t.shape() == head.shape();
   }
   StoredEntry entry;
@@ -272,9 +273,9 @@ TBATCH_INLINE RaggedTensorDict::StoredEntry RaggedTensorDict::stacked_entry(
   for (std::size_t i = 1; i < tensors.size(); ++i) {
     const Shape& shape = tensors[i].shape();
     if (shape.size() != head.shape().size())
-      detail::fail<ShapeError>(fn, "entry ", path, " has shape ", shape, " in tds[", i, "] but ",
-                               head.shape(),
-                               " in tds[0]; a ragged entry needs one rank in every TensorDict");
+      detail::fail<ShapeError>(
+          fn, {"entry ", path, " has shape ", shape, " in tds[", i, "] but ", head.shape(),
+               " in tds[0]; a ragged entry needs one rank in every TensorDict"});
     // Padded and packed batches share the last dim: without one, add a dim of size 1.
     entry.unit_last_dim = entry.unit_last_dim || shape.back() != head.shape().back();
   }
@@ -305,7 +306,7 @@ TBATCH_INLINE RaggedTensorDict::StoredEntry RaggedTensorDict::stacked_entry(
 TBATCH_INLINE RaggedTensorDict TensorDict::stack_ragged(const std::vector<TensorDict>& tds,
                                                         RaggedLayout layout) {
   const char* fn = "TensorDict::stack_ragged";
-  if (tds.empty()) detail::fail<ValueError>(fn, "expected a non-empty list of TensorDicts");
+  if (tds.empty()) detail::fail<ValueError>(fn, {"expected a non-empty list of TensorDicts"});
   std::vector<const TensorDict*> parts;
   for (const TensorDict& td : tds)
     parts.push_back(&td);

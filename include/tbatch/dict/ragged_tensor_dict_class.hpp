@@ -58,9 +58,9 @@ class RaggedTensorDict {
     const char* fn = "RaggedTensorDict::get";
     const StoredEntry& entry = entry_at(key, fn);
     if (entry.ragged)
-      detail::fail<ShapeError>(fn, "entry ", key,
-                               " differs in shape between the stacked TensorDicts; use "
-                               "to_padded, to_packed or to_list");
+      detail::fail<ShapeError>(fn, {"entry ", key,
+                                    " differs in shape between the stacked TensorDicts; use "
+                                    "to_padded, to_packed or to_list"});
     return typed<T>(entry, key, fn);
   }
   /// The entry as a padded batch (a view of the stored batch when it is padded with
@@ -179,16 +179,16 @@ class RaggedTensorDict {
   template <Element T>
   static Tensor<T> typed(const StoredEntry& entry, const NestedKey& key, const char* fn) {
     if (entry.data.holds<T>()) return entry.data.get<T>(fn);
-    detail::fail<TypeError>(fn, "entry ", key, " has dtype ", entry.data.dtype(),
-                            ", not the requested ", dtype_name_of<T>);
+    detail::fail<TypeError>(fn, {"entry ", key, " has dtype ", entry.data.dtype(),
+                                 ", not the requested ", dtype_name_of<T>});
   }
   template <Element T>
   static ExactBatch<T> exact(const Tensor<T>& data, const NestedKey& key, const char* fn) {
     if (data.dim() < 2)
-      detail::fail<ShapeError>(fn, "entry ", key, " holds 0-d tensors (stacked shape ",
-                               data.shape(),
-                               "); padded and packed batches need elements of "
-                               "rank >= 1");
+      detail::fail<ShapeError>(fn,
+                               {"entry ", key, " holds 0-d tensors (stacked shape ", data.shape(),
+                                "); padded and packed batches need elements of "
+                                "rank >= 1"});
     return ExactBatch<T>(data);
   }
   /// The batch geometry of a ragged entry whose data is laid out as `data`.
@@ -220,7 +220,7 @@ class RaggedTensorDict {
                                 const Reject& reject) {
     auto bad = [&](const auto&... why) {
       reject(prefix, detail::concat(why...));
-      detail::fail<ValueError>("RaggedTensorDict::from_stored", "reject returned");
+      detail::fail<ValueError>("RaggedTensorDict::from_stored", {"reject returned"});
     };
     RaggedTensorDict out;
     out.layout_ = layout;

@@ -182,8 +182,8 @@ class TensorDict {
     const char* fn = "TensorDict::get";
     const AnyTensor& tensor = tensor_at(key, fn);
     if (tensor.holds<T>()) return tensor.get<T>(fn);
-    detail::fail<TypeError>(fn, "entry ", key, " has dtype ", tensor.dtype(),
-                            ", not the requested ", dtype_name_of<T>);
+    detail::fail<TypeError>(fn, {"entry ", key, " has dtype ", tensor.dtype(),
+                                 ", not the requested ", dtype_name_of<T>});
   }
   /// The tensor at `key` whatever its dtype.
   AnyTensor get_any(const NestedKey& key) const { return tensor_at(key, "TensorDict::get_any"); }

@@ -42,7 +42,7 @@ TBATCH_INLINE TensorDict::Value* TensorDict::find(const std::string& key) {
 
 TBATCH_INLINE void TensorDict::check_key(const NestedKey& key, const char* fn) {
   if (key.empty())
-    detail::fail<KeyError>(fn, "the key is an empty path; expected at least one string");
+    detail::fail<KeyError>(fn, {"the key is an empty path; expected at least one string"});
 }
 
 TBATCH_INLINE NestedKey TensorDict::prefix_of(const NestedKey& key, std::size_t length) {
@@ -68,15 +68,15 @@ TBATCH_INLINE const TensorDict::Value& TensorDict::lookup_or_throw(const NestedK
     const Value* value = dict->find(key[i]);
     if (value == nullptr) {
       if (i == 0)
-        detail::fail<KeyError>(fn, "key ", key, " not found in TensorDict with keys ",
-                               detail::KeysText{dict->keys()});
-      detail::fail<KeyError>(fn, "key ", key, " not found: the nested TensorDict ",
-                             prefix_of(key, i), " has keys ", detail::KeysText{dict->keys()});
+        detail::fail<KeyError>(fn, {"key ", key, " not found in TensorDict with keys ",
+                                    detail::KeysText{dict->keys()}});
+      detail::fail<KeyError>(fn, {"key ", key, " not found: the nested TensorDict ",
+                                  prefix_of(key, i), " has keys ", detail::KeysText{dict->keys()}});
     }
     if (i + 1 == key.size()) return *value;
     if (value->is_tensor())
-      detail::fail<KeyError>(fn, "key ", key, " not found: ", prefix_of(key, i + 1),
-                             " is a tensor, not a nested TensorDict");
+      detail::fail<KeyError>(fn, {"key ", key, " not found: ", prefix_of(key, i + 1),
+                                  " is a tensor, not a nested TensorDict"});
     dict = &value->dict();
   }
 }
@@ -84,8 +84,8 @@ TBATCH_INLINE const TensorDict::Value& TensorDict::lookup_or_throw(const NestedK
 TBATCH_INLINE const AnyTensor& TensorDict::tensor_at(const NestedKey& key, const char* fn) const {
   const Value& value = lookup_or_throw(key, fn);
   if (!value.is_tensor())
-    detail::fail<TypeError>(fn, "entry ", key,
-                            " is a nested TensorDict, not a tensor; use get_dict");
+    detail::fail<TypeError>(fn,
+                            {"entry ", key, " is a nested TensorDict, not a tensor; use get_dict"});
   return value.tensor();
 }
 
@@ -99,18 +99,19 @@ TBATCH_INLINE const TensorDict& TensorDict::check_set_path(const NestedKey& key,
     const Value* value = dict->find(key[i]);
     if (value == nullptr) {
       if (dict->locked_)
-        detail::fail<KeyError>(fn, "cannot add key ", key, " to a locked TensorDict (",
-                               prefix_of(key, i + 1), " would be created); call unlock_() first");
+        detail::fail<KeyError>(
+            fn, {"cannot add key ", key, " to a locked TensorDict (", prefix_of(key, i + 1),
+                 " would be created); call unlock_() first"});
       return *dict;
     }
     if (value->is_tensor())
-      detail::fail<TypeError>(fn, "cannot set key ", key, ": ", prefix_of(key, i + 1),
-                              " is a tensor, not a nested TensorDict");
+      detail::fail<TypeError>(fn, {"cannot set key ", key, ": ", prefix_of(key, i + 1),
+                                   " is a tensor, not a nested TensorDict"});
     dict = &value->dict();
   }
   if (dict->locked_ && dict->find(key.back()) == nullptr)
-    detail::fail<KeyError>(fn, "cannot add key ", key,
-                           " to a locked TensorDict; call unlock_() first");
+    detail::fail<KeyError>(
+        fn, {"cannot add key ", key, " to a locked TensorDict; call unlock_() first"});
   return *dict;
 }
 
@@ -141,13 +142,15 @@ TBATCH_INLINE void TensorDict::set_tensor(const NestedKey& key, AnyTensor value,
   const TensorDict& holder = check_set_path(key, fn);
   const Value* existing = holder.find(key.back());
   if (holder.locked_ && existing != nullptr && existing->is_dict())
-    detail::fail<KeyError>(fn, "cannot replace the nested TensorDict at key ", key,
-                           " with a tensor in a locked TensorDict (its keys would be removed); "
-                           "call unlock_() first");
+    detail::fail<KeyError>(fn,
+                           {"cannot replace the nested TensorDict at key ", key,
+                            " with a tensor in a locked TensorDict (its keys would be removed); "
+                            "call unlock_() first"});
   if (!detail::starts_with(value.shape(), holder.batch_size_))
-    detail::fail<ShapeError>(fn, "batch dimension mismatch, got batch_size=", holder.batch_size_,
-                             " and value.shape=", value.shape(), " for key ", key,
-                             ". The leading dimensions of a value must match the batch size.");
+    detail::fail<ShapeError>(fn,
+                             {"batch dimension mismatch, got batch_size=", holder.batch_size_,
+                              " and value.shape=", value.shape(), " for key ", key,
+                              ". The leading dimensions of a value must match the batch size."});
   holder_for_set(key).put(key.back(), Value(std::move(value)));
 }
 
@@ -155,20 +158,21 @@ TBATCH_INLINE void TensorDict::set_dict(const NestedKey& key, TensorDict value, 
   const TensorDict& holder = check_set_path(key, fn);
   if (const Value* existing = holder.find(key.back()); holder.locked_ && existing != nullptr) {
     if (existing->is_tensor())
-      detail::fail<KeyError>(fn, "cannot replace the tensor at key ", key,
-                             " with a TensorDict in a locked TensorDict (keys would be added); "
-                             "call unlock_() first");
+      detail::fail<KeyError>(fn,
+                             {"cannot replace the tensor at key ", key,
+                              " with a TensorDict in a locked TensorDict (keys would be added); "
+                              "call unlock_() first"});
     if (!same_key_set(existing->dict(), value))
-      detail::fail<KeyError>(fn, "cannot replace the nested TensorDict at key ", key, " (keys ",
-                             detail::KeysText{existing->dict().keys()},
-                             ") with one of other keys (", detail::KeysText{value.keys()},
-                             ") in a locked TensorDict; call unlock_() first");
+      detail::fail<KeyError>(
+          fn, {"cannot replace the nested TensorDict at key ", key, " (keys ",
+               detail::KeysText{existing->dict().keys()}, ") with one of other keys (",
+               detail::KeysText{value.keys()}, ") in a locked TensorDict; call unlock_() first"});
   }
   if (!detail::starts_with(value.batch_size_, holder.batch_size_))
-    detail::fail<ShapeError>(fn, "batch dimension mismatch, got batch_size=", holder.batch_size_,
-                             " and value.batch_size=", value.batch_size_, " for key ", key,
-                             ". A nested TensorDict's batch size must start with its "
-                             "parent's.");
+    detail::fail<ShapeError>(fn, {"batch dimension mismatch, got batch_size=", holder.batch_size_,
+                                  " and value.batch_size=", value.batch_size_, " for key ", key,
+                                  ". A nested TensorDict's batch size must start with its "
+                                  "parent's."});
   std::copy(holder.names_.begin(), holder.names_.end(), value.names_.begin());
   check_unique_names(value.names_, fn);
   value.propagate_names(fn);
@@ -268,19 +272,19 @@ TBATCH_INLINE index_t TensorDict::normalize_dim(index_t dim, index_t rank, const
                                                 const char* argument) const {
   if (dim >= -rank && dim < rank) return dim < 0 ? dim + rank : dim;
   if (rank == 0)
-    detail::fail<IndexError>(fn, argument, " ", dim,
-                             " is given but the TensorDict has batch_dims==0, so it has no "
-                             "batch dim to use");
-  detail::fail<IndexError>(fn, argument, " ", dim, " is out of range (expected ", -rank, " to ",
-                           rank - 1, " for batch_dims ", batch_dims(), ")");
+    detail::fail<IndexError>(fn, {argument, " ", dim,
+                                  " is given but the TensorDict has batch_dims==0, so it has no "
+                                  "batch dim to use"});
+  detail::fail<IndexError>(fn, {argument, " ", dim, " is out of range (expected ", -rank, " to ",
+                                rank - 1, " for batch_dims ", batch_dims(), ")"});
 }
 
 TBATCH_INLINE void TensorDict::check_unique_names(const Names& names, const char* fn) {
   for (std::size_t i = 0; i < names.size(); ++i)
     for (std::size_t j = i + 1; j < names.size(); ++j)
       if (names[i] && names[j] && *names[i] == *names[j])
-        detail::fail<ValueError>(fn, "name '", *names[i], "' is given to batch dims ", i, " and ",
-                                 j, "; names must be unique");
+        detail::fail<ValueError>(fn, {"name '", *names[i], "' is given to batch dims ", i, " and ",
+                                      j, "; names must be unique"});
 }
 
 TBATCH_INLINE TensorDict::Names TensorDict::checked_names(Names names, index_t batch_dims,
@@ -288,9 +292,9 @@ TBATCH_INLINE TensorDict::Names TensorDict::checked_names(Names names, index_t b
                                                           bool empty_means_unnamed) {
   if (names.empty() && empty_means_unnamed) return Names(static_cast<std::size_t>(batch_dims));
   if (static_cast<index_t>(names.size()) != batch_dims)
-    detail::fail<ValueError>(fn, "got ", names.size(), " names ", detail::NamesText{names},
-                             " for batch_dims ", batch_dims,
-                             "; expected one name (or std::nullopt) per batch dim");
+    detail::fail<ValueError>(
+        fn, {"got ", names.size(), " names ", detail::NamesText{names}, " for batch_dims ",
+             batch_dims, "; expected one name (or std::nullopt) per batch dim"});
   check_unique_names(names, fn);
   return names;
 }
@@ -312,13 +316,13 @@ TBATCH_INLINE TensorDict::Names TensorDict::expand_name_pattern(
   for (const DimName& p : pattern)
     (p.is_ellipsis() ? ellipses : named) += 1;
   if (ellipses > 1)
-    detail::fail<ValueError>(fn, "names can contain at most one Ellipsis, got ", ellipses);
+    detail::fail<ValueError>(fn, {"names can contain at most one Ellipsis, got ", ellipses});
   if (ellipses == 0 && named != bd)
-    detail::fail<ValueError>(fn, "got ", named, " names for batch_dims ", bd,
-                             "; expected one name (or std::nullopt) per batch dim");
+    detail::fail<ValueError>(fn, {"got ", named, " names for batch_dims ", bd,
+                                  "; expected one name (or std::nullopt) per batch dim"});
   if (named > bd)
-    detail::fail<ValueError>(fn, "got ", named, " names besides the Ellipsis for batch_dims ", bd,
-                             "; expected at most ", bd);
+    detail::fail<ValueError>(fn, {"got ", named, " names besides the Ellipsis for batch_dims ", bd,
+                                  "; expected at most ", bd});
   Names out;
   for (const DimName& p : pattern) {
     if (!p.is_ellipsis()) {
@@ -369,12 +373,13 @@ TBATCH_INLINE void TensorDict::set_batch_size(Shape batch_size) {
   checked_numel(batch_size, fn);
   for (const auto& [key, value] : entries_) {
     if (value.is_tensor() && !detail::starts_with(value.tensor().shape(), batch_size))
-      detail::fail<ShapeError>(fn, "the Tensor ", key, " has shape ", value.tensor().shape(),
-                               " which is incompatible with the batch-size ", batch_size, ".");
+      detail::fail<ShapeError>(fn,
+                               {"the Tensor ", key, " has shape ", value.tensor().shape(),
+                                " which is incompatible with the batch-size ", batch_size, "."});
     if (value.is_dict() && !detail::starts_with(value.dict().batch_size_, batch_size))
-      detail::fail<ShapeError>(fn, "the TensorDict ", key, " has batch-size ",
-                               value.dict().batch_size_,
-                               " which is incompatible with the batch-size ", batch_size, ".");
+      detail::fail<ShapeError>(
+          fn, {"the TensorDict ", key, " has batch-size ", value.dict().batch_size_,
+               " which is incompatible with the batch-size ", batch_size, "."});
   }
   names_.resize(batch_size.size());
   batch_size_ = std::move(batch_size);
@@ -383,8 +388,8 @@ TBATCH_INLINE void TensorDict::set_batch_size(Shape batch_size) {
 
 TBATCH_INLINE TensorDict& TensorDict::auto_batch_size_(std::optional<index_t> batch_dims) {
   if (batch_dims && *batch_dims < 0)
-    detail::fail<ValueError>("TensorDict::auto_batch_size_", "batch_dims ", *batch_dims,
-                             " must be >= 0");
+    detail::fail<ValueError>("TensorDict::auto_batch_size_",
+                             {"batch_dims ", *batch_dims, " must be >= 0"});
   fit_batch_size(batch_dims);
   return *this;
 }
@@ -396,8 +401,8 @@ TBATCH_INLINE void TensorDict::erase(const NestedKey& key) {
   for (std::size_t i = 0; i + 1 < key.size(); ++i)
     holder = &holder->find(key[i])->dict();
   if (holder->locked_)
-    detail::fail<KeyError>(fn, "cannot remove key ", key,
-                           " from a locked TensorDict; call unlock_() first");
+    detail::fail<KeyError>(
+        fn, {"cannot remove key ", key, " from a locked TensorDict; call unlock_() first"});
   holder->entries_.erase(std::find_if(holder->entries_.begin(), holder->entries_.end(),
                                       [&](const Item& item) { return item.first == key.back(); }));
 }
@@ -461,8 +466,8 @@ TBATCH_INLINE TensorDict TensorDict::refine_names(std::initializer_list<DimName>
   for (std::size_t d = 0; d < refined.size(); ++d) {
     if (!wanted[d]) continue;
     if (refined[d] && *refined[d] != *wanted[d])
-      detail::fail<ValueError>(fn, "cannot refine batch dim ", d, " named '", *refined[d], "' to '",
-                               *wanted[d], "'; only unnamed dims take a new name");
+      detail::fail<ValueError>(fn, {"cannot refine batch dim ", d, " named '", *refined[d],
+                                    "' to '", *wanted[d], "'; only unnamed dims take a new name"});
     refined[d] = wanted[d];
   }
   return renamed(std::move(refined), fn);
@@ -478,8 +483,8 @@ TBATCH_INLINE TensorDict TensorDict::rename(
   for (const auto& [from, to] : mapping) {
     const auto at = std::find(names_.begin(), names_.end(), std::optional<std::string>(from));
     if (at == names_.end())
-      detail::fail<ValueError>(fn, "no batch dim is named '", from, "'; the names are ",
-                               detail::NamesText{names_});
+      detail::fail<ValueError>(
+          fn, {"no batch dim is named '", from, "'; the names are ", detail::NamesText{names_}});
     out[static_cast<std::size_t>(at - names_.begin())] = to;
   }
   return renamed(std::move(out), fn);
@@ -515,7 +520,7 @@ TBATCH_INLINE TensorDict::TensorDict(std::initializer_list<Item> items, Shape ba
     : TensorDict(std::move(batch_size), std::move(names)) {
   for (const Item& item : items) {
     if (find(item.first))
-      detail::fail<KeyError>("TensorDict", "key '", item.first, "' is given more than once");
+      detail::fail<KeyError>("TensorDict", {"key '", item.first, "' is given more than once"});
     set_value(item.first, item.second, "TensorDict");
   }
 }
@@ -528,7 +533,7 @@ TBATCH_INLINE void TensorDict::set(const NestedKey& key, std::initializer_list<I
   value.names_ = holder.names_;
   for (const Item& item : items) {
     if (value.find(item.first))
-      detail::fail<KeyError>(fn, "key '", item.first, "' is given more than once");
+      detail::fail<KeyError>(fn, {"key '", item.first, "' is given more than once"});
     value.set_value(item.first, item.second, fn);
   }
   set_dict(key, std::move(value), fn);
@@ -538,7 +543,7 @@ TBATCH_INLINE TensorDict TensorDict::get_dict(const NestedKey& key) const {
   const char* fn = "TensorDict::get_dict";
   const Value& value = lookup_or_throw(key, fn);
   if (!value.is_dict())
-    detail::fail<TypeError>(fn, "entry ", key, " is a tensor, not a nested TensorDict; use get");
+    detail::fail<TypeError>(fn, {"entry ", key, " is a tensor, not a nested TensorDict; use get"});
   return value.dict();
 }
 
@@ -579,8 +584,8 @@ TBATCH_INLINE bool TensorDict::is_empty() const {
 TBATCH_INLINE TensorDict::Iterator TensorDict::begin() const {
   if (batch_dims() == 0)
     detail::fail<TypeError>("TensorDict::begin",
-                            "iteration over a TensorDict with batch_dims==0 is not permitted; "
-                            "iterate over keys() instead");
+                            {"iteration over a TensorDict with batch_dims==0 is not permitted; "
+                             "iterate over keys() instead"});
   return Iterator(this, 0);
 }
 

@@ -43,11 +43,11 @@ void TensorDict::index_put(std::initializer_list<TensorIndex> indices, const Ten
     std::optional<AnyTensor> converted = t.converted_like(value);
     if (!converted) {
       if (value.numel() == 1)
-        detail::fail<ValueError>(fn, "the value ", detail::widen(value.contiguous().data()[0]),
-                                 " does not fit the dtype ", t.dtype(), " of entry ", path);
-      detail::fail<ValueError>(fn, "the value of dtype ", dtype_name_of<T>,
-                               " has elements that do not fit the dtype ", t.dtype(), " of entry ",
-                               path);
+        detail::fail<ValueError>(fn, {"the value ", detail::widen(value.contiguous().data()[0]),
+                                      " does not fit the dtype ", t.dtype(), " of entry ", path});
+      detail::fail<ValueError>(
+          fn, {"the value of dtype ", dtype_name_of<T>, " has elements that do not fit the dtype ",
+               t.dtype(), " of entry ", path});
     }
     writes.push_back(PendingWrite{t, std::move(plan), std::move(*converted)});
   };
@@ -94,15 +94,15 @@ TBATCH_INLINE void TensorDict::index_put(std::initializer_list<TensorIndex> indi
   const Shape target = detail::indexed_shape(
       detail::plan_index(layout::contiguous(batch_size_), indices, indexable, fn));
   if (!(value.batch_size_ == target))
-    detail::fail<ShapeError>(fn, "the value has batch_size ", value.batch_size_,
-                             " but the indexed batch_size is ", target,
-                             "; expected a TensorDict of the indexed batch size");
+    detail::fail<ShapeError>(
+        fn, {"the value has batch_size ", value.batch_size_, " but the indexed batch_size is ",
+             target, "; expected a TensorDict of the indexed batch size"});
   TensorDict staged;
   TensorDict* destination = this;
   if (entries_.empty() && !value.entries_.empty()) {
     if (locked_)
-      detail::fail<KeyError>(fn, "cannot create the keys ", detail::KeysText{value.keys()},
-                             " in a locked TensorDict; call unlock_() first");
+      detail::fail<KeyError>(fn, {"cannot create the keys ", detail::KeysText{value.keys()},
+                                  " in a locked TensorDict; call unlock_() first"});
     staged = *this;
     staged.preallocate_like(value, static_cast<index_t>(target.size()), staged.batch_size_,
                             staged.names_);
@@ -120,15 +120,14 @@ TBATCH_INLINE void TensorDict::index_put(std::initializer_list<TensorIndex> indi
 TBATCH_INLINE void TensorDict::require_batch_dims(std::initializer_list<TensorIndex> indices,
                                                   const char* fn) const {
   if (batch_dims() == 0)
-    detail::fail<IndexError>(fn,
-                             "indexing a tensordict with batch_dims==0 is not permitted. "
-                             "Got index ",
-                             detail::IndexText{indices}, ".");
+    detail::fail<IndexError>(fn, {"indexing a tensordict with batch_dims==0 is not permitted. "
+                                  "Got index ",
+                                  detail::IndexText{indices}, "."});
   std::size_t position = 0;
   for (const auto& index : indices) {
     if (const Slice* s = std::get_if<Slice>(&index.value()); s != nullptr && s->step == 0)
-      detail::fail<ValueError>(fn, "slice step 0 at index position ", position,
-                               " must be non-zero");
+      detail::fail<ValueError>(fn,
+                               {"slice step 0 at index position ", position, " must be non-zero"});
     ++position;
   }
 }
@@ -202,17 +201,17 @@ TBATCH_INLINE void TensorDict::run_writes(std::vector<PendingWrite>& writes, con
 TBATCH_INLINE void TensorDict::check_writable(const Layout& target, const detail::KeyPath& path,
                                               const char* fn) {
   if (detail::repeats_elements(target))
-    detail::fail<ValueError>(fn, "entry ", path, " has shape ", target.shape, " and strides ",
-                             detail::listed(target.strides),
-                             ", which put several of its elements at one address (an expanded "
-                             "view); writing into it is not permitted; clone() it first");
+    detail::fail<ValueError>(fn, {"entry ", path, " has shape ", target.shape, " and strides ",
+                                  detail::listed(target.strides),
+                                  ", which put several of its elements at one address (an expanded "
+                                  "view); writing into it is not permitted; clone() it first"});
 }
 
 TBATCH_INLINE void TensorDict::check_broadcast(const Shape& value, const Shape& target,
                                                const detail::KeyPath& path, const char* fn) {
   if (!layout::broadcasts_to(value, target))
-    detail::fail<ShapeError>(fn, "the value of shape ", value, " for entry ", path,
-                             " cannot be broadcast to its indexed shape ", target);
+    detail::fail<ShapeError>(fn, {"the value of shape ", value, " for entry ", path,
+                                  " cannot be broadcast to its indexed shape ", target});
 }
 
 TBATCH_INLINE void TensorDict::preallocate_like(const TensorDict& value, index_t indexed_dims,
@@ -244,18 +243,18 @@ TBATCH_INLINE void TensorDict::plan_writes(const TensorDict& value,
     path.push(key);
     Value* mine = find(key);
     if (mine == nullptr)
-      detail::fail<KeyError>(fn, "key ", path, " of the value is not in the TensorDict, whose ",
-                             "keys there are ", detail::KeysText{keys()});
+      detail::fail<KeyError>(fn, {"key ", path, " of the value is not in the TensorDict, whose ",
+                                  "keys there are ", detail::KeysText{keys()}});
     if (mine->is_tensor() != v.is_tensor())
       detail::fail<TypeError>(
-          fn, "entry ", path, " is a ", mine->is_tensor() ? "tensor" : "nested TensorDict",
-          " but the value's is a ", v.is_tensor() ? "tensor" : "nested TensorDict");
+          fn, {"entry ", path, " is a ", mine->is_tensor() ? "tensor" : "nested TensorDict",
+               " but the value's is a ", v.is_tensor() ? "tensor" : "nested TensorDict"});
     if (v.is_tensor()) {
       AnyTensor& target = mine->tensor();
       if (target.dtype() != v.tensor().dtype())
-        detail::fail<TypeError>(fn, "entry ", path, " has dtype ", target.dtype(),
-                                " but the value's has dtype ", v.tensor().dtype(),
-                                "; expected the same dtype");
+        detail::fail<TypeError>(
+            fn, {"entry ", path, " has dtype ", target.dtype(), " but the value's has dtype ",
+                 v.tensor().dtype(), "; expected the same dtype"});
       check_writable(target.layout(), path, fn);
       detail::IndexPlan plan = detail::plan_index(target.layout(), indices, indexable, fn);
       check_broadcast(v.tensor().shape(), detail::indexed_shape(plan), path, fn);

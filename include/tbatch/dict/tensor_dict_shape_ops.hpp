@@ -49,9 +49,10 @@ TBATCH_INLINE TensorDict TensorDict::view(const std::vector<index_t>& sizes) con
   auto op = [&](const AnyTensor& t, const detail::KeyPath& path) -> AnyTensor {
     if (auto viewed = layout::try_view(t.layout(), with_features(batch, t.shape(), bd), fn))
       return t.with_layout(std::move(*viewed));
-    detail::fail<ShapeError>(fn, "entry ", path, " of shape ", t.shape(), " and strides ",
-                             detail::listed(t.strides()), " cannot be viewed with batch_size ",
-                             batch, " without copying; use reshape, which copies when it must");
+    detail::fail<ShapeError>(
+        fn, {"entry ", path, " of shape ", t.shape(), " and strides ", detail::listed(t.strides()),
+             " cannot be viewed with batch_size ", batch,
+             " without copying; use reshape, which copies when it must"});
   };
   detail::KeyPath path;
   return map_tensors(batch, Names(batch.size()), bd, op, path);
@@ -61,9 +62,9 @@ TBATCH_INLINE TensorDict TensorDict::permute(const std::vector<index_t>& dims) c
   const char* fn = "TensorDict::permute";
   const index_t bd = batch_dims();
   if (static_cast<index_t>(dims.size()) != bd)
-    detail::fail<ShapeError>(fn, "got ", dims.size(), " dims ", detail::listed(dims),
-                             " for batch_dims ", bd, "; expected a permutation of all ", bd,
-                             " batch dims");
+    detail::fail<ShapeError>(
+        fn, {"got ", dims.size(), " dims ", detail::listed(dims), " for batch_dims ", bd,
+             "; expected a permutation of all ", bd, " batch dims"});
   std::vector<index_t> order(dims.size());
   detail::SmallVector<bool, 8> seen(dims.size(), false);
   Shape batch;
@@ -71,8 +72,8 @@ TBATCH_INLINE TensorDict TensorDict::permute(const std::vector<index_t>& dims) c
   for (std::size_t i = 0; i < dims.size(); ++i) {
     const index_t d = normalize_dim(dims[i], bd, fn);
     if (seen[d])
-      detail::fail<ValueError>(fn, "dim ", dims[i], " appears more than once in ",
-                               detail::listed(dims));
+      detail::fail<ValueError>(
+          fn, {"dim ", dims[i], " appears more than once in ", detail::listed(dims)});
     seen[d] = true;
     order[i] = d;
     batch.push_back(batch_size_[d]);
@@ -165,7 +166,7 @@ TBATCH_INLINE TensorDict TensorDict::flatten(index_t start, index_t end) const {
   const index_t bd = batch_dims();
   const index_t s = normalize_dim(start, bd, fn, "start dim");
   const index_t e = normalize_dim(end, bd, fn, "end dim");
-  if (s > e) detail::fail<IndexError>(fn, "start dim ", start, " comes after end dim ", end);
+  if (s > e) detail::fail<IndexError>(fn, {"start dim ", start, " comes after end dim ", end});
   Shape batch;
   Names names;
   index_t merged = 1;
@@ -196,8 +197,8 @@ TBATCH_INLINE TensorDict TensorDict::unflatten(index_t dim,
   const index_t bd = batch_dims();
   const index_t d = normalize_dim(dim, bd, fn);
   if (sizes.empty())
-    detail::fail<ShapeError>(fn, "sizes must not be empty; expected sizes whose product is ",
-                             batch_size_[d]);
+    detail::fail<ShapeError>(
+        fn, {"sizes must not be empty; expected sizes whose product is ", batch_size_[d]});
   const Shape inner = layout::infer_size(sizes, batch_size_[d], fn);
   Shape batch;
   Names names;
@@ -241,7 +242,7 @@ TBATCH_INLINE std::vector<TensorDict> TensorDict::split(index_t size, index_t di
   const char* fn = "TensorDict::split";
   const index_t d = normalize_dim(dim, batch_dims(), fn);
   if (size <= 0 && !(size == 0 && batch_size_[d] == 0))
-    detail::fail<ValueError>(fn, "split size ", size, " must be positive");
+    detail::fail<ValueError>(fn, {"split size ", size, " must be positive"});
   return pieces(layout::split(layout::contiguous(batch_size_), size, d),
                 [&](const Layout& l) { return layout::split(l, size, d); });
 }
@@ -253,12 +254,12 @@ TBATCH_INLINE std::vector<TensorDict> TensorDict::split(const std::vector<index_
   index_t total = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 0)
-      detail::fail<ValueError>(fn, "split size ", sizes[i], " at position ", i, " must be >= 0");
+      detail::fail<ValueError>(fn, {"split size ", sizes[i], " at position ", i, " must be >= 0"});
     total = detail::checked_add(total, sizes[i], fn);
   }
   if (total != batch_size_[d])
-    detail::fail<ValueError>(fn, "split sizes ", detail::listed(sizes), " sum to ", total,
-                             " but batch dim ", dim, " has size ", batch_size_[d]);
+    detail::fail<ValueError>(fn, {"split sizes ", detail::listed(sizes), " sum to ", total,
+                                  " but batch dim ", dim, " has size ", batch_size_[d]});
   return pieces(layout::split(layout::contiguous(batch_size_), sizes, d),
                 [&](const Layout& l) { return layout::split(l, sizes, d); });
 }
@@ -266,7 +267,7 @@ TBATCH_INLINE std::vector<TensorDict> TensorDict::split(const std::vector<index_
 TBATCH_INLINE std::vector<TensorDict> TensorDict::chunk(index_t chunks, index_t dim) const {
   const char* fn = "TensorDict::chunk";
   const index_t d = normalize_dim(dim, batch_dims(), fn);
-  if (chunks <= 0) detail::fail<ValueError>(fn, "chunks ", chunks, " must be positive");
+  if (chunks <= 0) detail::fail<ValueError>(fn, {"chunks ", chunks, " must be positive"});
   return pieces(layout::chunk(layout::contiguous(batch_size_), chunks, d),
                 [&](const Layout& l) { return layout::chunk(l, chunks, d); });
 }
@@ -276,8 +277,9 @@ TBATCH_INLINE TensorDict TensorDict::expand(const std::vector<index_t>& sizes) c
   const index_t bd = batch_dims();
   const index_t n = static_cast<index_t>(sizes.size());
   if (n < bd)
-    detail::fail<ShapeError>(fn, "got ", n, " sizes ", detail::listed(sizes), " for batch_dims ",
-                             bd, "; expected at least ", bd, " (new leading dims come first)");
+    detail::fail<ShapeError>(fn,
+                             {"got ", n, " sizes ", detail::listed(sizes), " for batch_dims ", bd,
+                              "; expected at least ", bd, " (new leading dims come first)"});
   const index_t lead = n - bd;
   Shape batch;
   Names names(static_cast<std::size_t>(lead));
@@ -285,7 +287,7 @@ TBATCH_INLINE TensorDict TensorDict::expand(const std::vector<index_t>& sizes) c
     const index_t want = sizes[static_cast<std::size_t>(i)];
     if (i < lead) {
       if (want < 0)
-        detail::fail<ShapeError>(fn, "size ", want, " at new leading dim ", i, " must be >= 0");
+        detail::fail<ShapeError>(fn, {"size ", want, " at new leading dim ", i, " must be >= 0"});
       batch.push_back(want);
       continue;
     }
@@ -295,9 +297,9 @@ TBATCH_INLINE TensorDict TensorDict::expand(const std::vector<index_t>& sizes) c
     else if (have == 1 && want >= 0)
       batch.push_back(want);
     else
-      detail::fail<ShapeError>(fn, "size ", want, " at dim ", i,
-                               " does not match the existing batch size ", have, " of batch dim ",
-                               i - lead, " (only size-1 dims expand; -1 keeps a size)");
+      detail::fail<ShapeError>(
+          fn, {"size ", want, " at dim ", i, " does not match the existing batch size ", have,
+               " of batch dim ", i - lead, " (only size-1 dims expand; -1 keeps a size)"});
     names.push_back(name_of(i - lead));
   }
   checked_numel(batch, fn);
@@ -313,13 +315,14 @@ TBATCH_INLINE TensorDict TensorDict::repeat(const std::vector<index_t>& repeats)
   const index_t bd = batch_dims();
   const index_t n = static_cast<index_t>(repeats.size());
   if (n < bd)
-    detail::fail<ShapeError>(fn, "got ", n, " repeats ", detail::listed(repeats),
-                             " for batch_dims ", bd, "; expected at least ", bd);
+    detail::fail<ShapeError>(fn, {"got ", n, " repeats ", detail::listed(repeats),
+                                  " for batch_dims ", bd, "; expected at least ", bd});
   const index_t lead = n - bd;
   Shape batch;
   for (index_t i = 0; i < n; ++i) {
     const index_t repeat = repeats[static_cast<std::size_t>(i)];
-    if (repeat < 0) detail::fail<ValueError>(fn, "repeat ", repeat, " at dim ", i, " must be >= 0");
+    if (repeat < 0)
+      detail::fail<ValueError>(fn, {"repeat ", repeat, " at dim ", i, " must be >= 0"});
     batch.push_back(detail::checked_mul(repeat, i < lead ? 1 : batch_size_[i - lead], fn));
   }
   checked_numel(batch, fn);
@@ -349,7 +352,7 @@ TBATCH_INLINE TensorDict TensorDict::repeat(const std::vector<index_t>& repeats)
 TBATCH_INLINE TensorDict TensorDict::repeat_interleave(index_t repeats,
                                                        std::optional<index_t> dim) const {
   const char* fn = "TensorDict::repeat_interleave";
-  if (repeats < 0) detail::fail<ValueError>(fn, "repeats ", repeats, " must be >= 0");
+  if (repeats < 0) detail::fail<ValueError>(fn, {"repeats ", repeats, " must be >= 0"});
   if (!dim) return reshape({numel()}).repeat_interleave(repeats, 0);
   const index_t d = normalize_dim(*dim, batch_dims(), fn);
   const index_t size = batch_size_[d];
@@ -367,15 +370,15 @@ TBATCH_INLINE TensorDict TensorDict::repeat_interleave(const Tensor<index_t>& re
   const index_t d = normalize_dim(*dim, batch_dims(), fn);
   const index_t size = batch_size_[d];
   if (repeats.dim() > 1)
-    detail::fail<ShapeError>(fn, "repeats must be 0-d or 1-d, got shape ", repeats.shape());
+    detail::fail<ShapeError>(fn, {"repeats must be 0-d or 1-d, got shape ", repeats.shape()});
   if (repeats.numel() != 1 && repeats.numel() != size)
-    detail::fail<ShapeError>(fn, "repeats has ", repeats.numel(), " elements but batch dim ", *dim,
-                             " has size ", size, "; expected ", size, " or 1");
+    detail::fail<ShapeError>(fn, {"repeats has ", repeats.numel(), " elements but batch dim ", *dim,
+                                  " has size ", size, "; expected ", size, " or 1"});
   const std::vector<index_t> counts = repeats.to_vector();
   index_t total = 0;
   for (std::size_t i = 0; i < counts.size(); ++i) {
     if (counts[i] < 0)
-      detail::fail<ValueError>(fn, "repeats[", i, "] = ", counts[i], " must be >= 0");
+      detail::fail<ValueError>(fn, {"repeats[", i, "] = ", counts[i], " must be >= 0"});
     total = detail::checked_add(total, counts[i], fn);
   }
   if (counts.size() == 1) total = detail::checked_mul(counts[0], size, fn);

@@ -31,12 +31,12 @@ namespace tbatch {
 
 TBATCH_INLINE TensorDict TensorDict::stack(const std::vector<TensorDict>& tds, index_t dim) {
   const char* fn = "TensorDict::stack";
-  if (tds.empty()) detail::fail<ValueError>(fn, "expected a non-empty list of TensorDicts");
+  if (tds.empty()) detail::fail<ValueError>(fn, {"expected a non-empty list of TensorDicts"});
   for (std::size_t i = 1; i < tds.size(); ++i)
     if (!(tds[i].batch_size_ == tds[0].batch_size_))
       detail::fail<ShapeError>(
-          fn, "stacking tensordicts requires them to have congruent batch sizes, got tds[", i,
-          "].batch_size=", tds[i].batch_size_, " and tds[0].batch_size=", tds[0].batch_size_);
+          fn, {"stacking tensordicts requires them to have congruent batch sizes, got tds[", i,
+               "].batch_size=", tds[i].batch_size_, " and tds[0].batch_size=", tds[0].batch_size_});
   const index_t d = tds[0].normalize_dim(dim, tds[0].batch_dims() + 1, fn);
   std::vector<const TensorDict*> parts;
   for (const TensorDict& td : tds)
@@ -47,15 +47,14 @@ TBATCH_INLINE TensorDict TensorDict::stack(const std::vector<TensorDict>& tds, i
 
 TBATCH_INLINE TensorDict TensorDict::cat(const std::vector<TensorDict>& tds, index_t dim) {
   const char* fn = "TensorDict::cat";
-  if (tds.empty()) detail::fail<ValueError>(fn, "expected a non-empty list of TensorDicts");
+  if (tds.empty()) detail::fail<ValueError>(fn, {"expected a non-empty list of TensorDicts"});
   const index_t d = tds[0].normalize_dim(dim, tds[0].batch_dims(), fn);
   for (std::size_t i = 1; i < tds.size(); ++i)
     if (!same_except(tds[i].batch_size_, tds[0].batch_size_, d))
-      detail::fail<ShapeError>(fn,
-                               "cannot concatenate tensordicts whose batch sizes differ "
-                               "outside dim ",
-                               dim, ": got tds[", i, "].batch_size=", tds[i].batch_size_,
-                               " and tds[0].batch_size=", tds[0].batch_size_);
+      detail::fail<ShapeError>(fn, {"cannot concatenate tensordicts whose batch sizes differ "
+                                    "outside dim ",
+                                    dim, ": got tds[", i, "].batch_size=", tds[i].batch_size_,
+                                    " and tds[0].batch_size=", tds[0].batch_size_});
   std::vector<const TensorDict*> parts;
   for (const TensorDict& td : tds)
     parts.push_back(&td);
@@ -88,8 +87,8 @@ TBATCH_INLINE TensorDict::Names TensorDict::unified_names(
       const auto& name = parts[i]->names_[d];
       if (!name) continue;
       if (out[d] && *out[d] != *name)
-        detail::fail<ValueError>(fn, "batch dim ", d, detail::Where{path, "of"}, " is named '",
-                                 *out[d], "' in tds[0] but '", *name, "' in tds[", i, "]");
+        detail::fail<ValueError>(fn, {"batch dim ", d, detail::Where{path, "of"}, " is named '",
+                                      *out[d], "' in tds[0] but '", *name, "' in tds[", i, "]"});
       out[d] = name;
     }
   check_unique_names(out, fn);
@@ -105,9 +104,9 @@ TBATCH_INLINE void TensorDict::check_same_keys(const std::vector<const TensorDic
       same = entry_of(*parts[i], j, first.entries_[j].first) != nullptr;
     if (!same)
       detail::fail<KeyError>(
-          fn, "got keys ", detail::KeysText{first.keys()}, " and ",
-          detail::KeysText{parts[i]->keys()}, " which are incompatible (tds[0] and tds[", i, "]",
-          detail::Where{path, "at"}, "); every TensorDict must have the same keys");
+          fn, {"got keys ", detail::KeysText{first.keys()}, " and ",
+               detail::KeysText{parts[i]->keys()}, " which are incompatible (tds[0] and tds[", i,
+               "]", detail::Where{path, "at"}, "); every TensorDict must have the same keys"});
   }
 }
 
@@ -136,9 +135,9 @@ TBATCH_INLINE TensorDict TensorDict::joined(const std::vector<const TensorDict*>
       const Value* v = entry_of(*parts[i], j, key);
       if (v->is_tensor() != value.is_tensor())
         detail::fail<TypeError>(
-            fn, "entry ", path, " is a ", value.is_tensor() ? "tensor" : "nested TensorDict",
-            " in tds[0] but a ", v->is_tensor() ? "tensor" : "nested TensorDict", " in tds[", i,
-            "]");
+            fn, {"entry ", path, " is a ", value.is_tensor() ? "tensor" : "nested TensorDict",
+                 " in tds[0] but a ", v->is_tensor() ? "tensor" : "nested TensorDict", " in tds[",
+                 i, "]"});
       values.push_back(v);
     }
     if (value.is_dict()) {
@@ -148,9 +147,9 @@ TBATCH_INLINE TensorDict TensorDict::joined(const std::vector<const TensorDict*>
         const bool fits = stacking ? child.batch_size_ == value.dict().batch_size_
                                    : same_except(child.batch_size_, value.dict().batch_size_, d);
         if (!fits)
-          detail::fail<ShapeError>(fn, "the nested TensorDict ", path, " has batch_size ",
-                                   child.batch_size_, " in tds[", i, "] but ",
-                                   value.dict().batch_size_, " in tds[0]");
+          detail::fail<ShapeError>(
+              fn, {"the nested TensorDict ", path, " has batch_size ", child.batch_size_,
+                   " in tds[", i, "] but ", value.dict().batch_size_, " in tds[0]"});
         children.push_back(&child);
       }
       out.entries_.emplace_back(key, Value(joined(children, d, stacking, fn, path)));
@@ -161,15 +160,16 @@ TBATCH_INLINE TensorDict TensorDict::joined(const std::vector<const TensorDict*>
     for (std::size_t i = 1; i < parts.size(); ++i) {
       const AnyTensor& t = values[i]->tensor();
       if (t.dtype() != head.dtype())
-        detail::fail<TypeError>(fn, "entry ", path, " has dtype ", t.dtype(), " in tds[", i,
-                                "] but ", head.dtype(), " in tds[0]; expected the same dtype");
+        detail::fail<TypeError>(
+            fn, {"entry ", path, " has dtype ", t.dtype(), " in tds[", i, "] but ", head.dtype(),
+                 " in tds[0]; expected the same dtype"});
       const bool fits =
           stacking ? t.shape() == head.shape() : same_except(t.shape(), head.shape(), d);
       if (!fits)
-        detail::fail<ShapeError>(fn, "entry ", path, " has shape ", t.shape(), " in tds[", i,
-                                 "] but ", head.shape(), " in tds[0]; expected ",
-                                 stacking ? "equal shapes" : "equal shapes except at dim ",
-                                 stacking ? "" : std::to_string(d));
+        detail::fail<ShapeError>(
+            fn, {"entry ", path, " has shape ", t.shape(), " in tds[", i, "] but ", head.shape(),
+                 " in tds[0]; expected ", stacking ? "equal shapes" : "equal shapes except at dim ",
+                 stacking ? "" : std::to_string(d)});
     }
     Shape shape = head.shape();
     if (stacking)
@@ -202,15 +202,15 @@ TBATCH_INLINE TensorDict TensorDict::joined(const std::vector<const TensorDict*>
 TBATCH_INLINE TensorDict TensorDict::compared(const TensorDict& a, const TensorDict& b, bool negate,
                                               const char* fn, detail::KeyPath& path) {
   if (!(a.batch_size_ == b.batch_size_))
-    detail::fail<ShapeError>(fn, "batch sizes ", a.batch_size_, " and ", b.batch_size_, " differ",
-                             detail::Where{path, "for the nested TensorDict"});
+    detail::fail<ShapeError>(fn, {"batch sizes ", a.batch_size_, " and ", b.batch_size_, " differ",
+                                  detail::Where{path, "for the nested TensorDict"}});
   bool same_keys = a.entries_.size() == b.entries_.size();
   for (std::size_t j = 0; same_keys && j < a.entries_.size(); ++j)
     same_keys = entry_of(b, j, a.entries_[j].first) != nullptr;
   if (!same_keys)
-    detail::fail<KeyError>(fn, "the TensorDicts have different keys: ", detail::KeysText{a.keys()},
-                           " and ", detail::KeysText{b.keys()},
-                           detail::Where{path, "in the nested TensorDict"});
+    detail::fail<KeyError>(
+        fn, {"the TensorDicts have different keys: ", detail::KeysText{a.keys()}, " and ",
+             detail::KeysText{b.keys()}, detail::Where{path, "in the nested TensorDict"}});
   TensorDict out;
   out.batch_size_ = a.batch_size_;
   out.names_ = a.names_;
@@ -219,9 +219,9 @@ TBATCH_INLINE TensorDict TensorDict::compared(const TensorDict& a, const TensorD
     const Value& other = *entry_of(b, j, key);
     path.push(key);
     if (value.is_tensor() != other.is_tensor())
-      detail::fail<TypeError>(fn, "entry ", path,
-                              " is a tensor in one TensorDict and a nested "
-                              "TensorDict in the other");
+      detail::fail<TypeError>(fn, {"entry ", path,
+                                   " is a tensor in one TensorDict and a nested "
+                                   "TensorDict in the other"});
     if (value.is_dict()) {
       out.entries_.emplace_back(key, Value(compared(value.dict(), other.dict(), negate, fn, path)));
       path.pop();
@@ -230,11 +230,11 @@ TBATCH_INLINE TensorDict TensorDict::compared(const TensorDict& a, const TensorD
     const AnyTensor& x = value.tensor();
     const AnyTensor& y = other.tensor();
     if (x.dtype() != y.dtype())
-      detail::fail<TypeError>(fn, "entry ", path, " has dtypes ", x.dtype(), " and ", y.dtype(),
-                              "; expected the same dtype");
+      detail::fail<TypeError>(fn, {"entry ", path, " has dtypes ", x.dtype(), " and ", y.dtype(),
+                                   "; expected the same dtype"});
     if (!(x.shape() == y.shape()))
-      detail::fail<ShapeError>(fn, "entry ", path, " has shapes ", x.shape(), " and ", y.shape(),
-                               "; expected the same shape");
+      detail::fail<ShapeError>(fn, {"entry ", path, " has shapes ", x.shape(), " and ", y.shape(),
+                                    "; expected the same shape"});
     Tensor<bool> equal = x.equal_elements(y, fn);
     if (negate) for_each([](bool& e) { e = !e; }, equal.view());
     out.entries_.emplace_back(key, Value(std::move(equal)));

@@ -48,9 +48,9 @@ struct TakenArray {
 /// Moves `*source` into a TakenArray and marks `*source` released, as the specification's
 /// "moving an array" asks. ValueError for a null or already released array (nothing taken).
 inline std::shared_ptr<TakenArray> take_array(ArrowArray* source, const char* function) {
-  if (source == nullptr) fail<ValueError>(function, "the ArrowArray is null");
+  if (source == nullptr) fail<ValueError>(function, {"the ArrowArray is null"});
   if (source->release == nullptr)
-    fail<ValueError>(function, "the ArrowArray is released (its release callback is null)");
+    fail<ValueError>(function, {"the ArrowArray is released (its release callback is null)"});
   auto taken = std::make_shared<TakenArray>();
   taken->array = *source;
   source->release = nullptr;
@@ -81,18 +81,19 @@ struct TypeInfo {
 /// malformed node; TypeError for a format tbatch does not read (dictionaries included).
 inline TypeInfo parse_type(const ArrowSchema* schema, const char* function,
                            std::string_view where) {
-  if (schema == nullptr) fail<ValueError>(function, where, "'s ArrowSchema is null");
+  if (schema == nullptr) fail<ValueError>(function, {where, "'s ArrowSchema is null"});
   if (schema->release == nullptr)
-    fail<ValueError>(function, where, "'s ArrowSchema is released (its release callback is null)");
-  if (schema->format == nullptr) fail<ValueError>(function, where, "'s format string is null");
+    fail<ValueError>(function,
+                     {where, "'s ArrowSchema is released (its release callback is null)"});
+  if (schema->format == nullptr) fail<ValueError>(function, {where, "'s format string is null"});
   if (schema->dictionary != nullptr)
-    fail<TypeError>(function, where, " is dictionary-encoded; tbatch reads plain values only");
+    fail<TypeError>(function, {where, " is dictionary-encoded; tbatch reads plain values only"});
   if (schema->n_children < 0 || (schema->n_children > 0 && schema->children == nullptr))
-    fail<ValueError>(function, where, " has n_children ", schema->n_children,
-                     schema->n_children < 0 ? "" : " but null children");
+    fail<ValueError>(function, {where, " has n_children ", schema->n_children,
+                                schema->n_children < 0 ? "" : " but null children"});
   for (int64_t i = 0; i < schema->n_children; ++i)
     if (schema->children[i] == nullptr)
-      fail<ValueError>(function, where, "'s child ", i, " is null");
+      fail<ValueError>(function, {where, "'s child ", i, " is null"});
   const std::string_view format = schema->format;
   TypeInfo type;
   int64_t children = 1;
@@ -107,7 +108,7 @@ inline TypeInfo parse_type(const ArrowSchema* schema, const char* function,
     for (char c : format.substr(3))
       type.list_size = type.list_size * 10 + (c - '0');
     if (type.list_size > 2147483647)
-      fail<ValueError>(function, where, " has format \"", format, "\": the size passes int32");
+      fail<ValueError>(function, {where, " has format \"", format, "\": the size passes int32"});
   } else if (format == "+s") {
     type.kind = Kind::struct_;
     children = schema->n_children;
@@ -115,41 +116,43 @@ inline TypeInfo parse_type(const ArrowSchema* schema, const char* function,
     type.dtype = *dtype;
     children = 0;
   } else {
-    fail<TypeError>(function, where, " has format \"", format,
-                    "\"; tbatch reads list, large_list, list_view, large_list_view, "
-                    "fixed_size_list, struct (variable_shape_tensor) and the primitive formats "
-                    "b c C s S i I l e f g");
+    fail<TypeError>(function,
+                    {where, " has format \"", format,
+                     "\"; tbatch reads list, large_list, list_view, large_list_view, "
+                     "fixed_size_list, struct (variable_shape_tensor) and the primitive formats "
+                     "b c C s S i I l e f g"});
   }
   if (schema->n_children != children)
-    fail<ValueError>(function, where, " (format \"", format, "\") has ", schema->n_children,
-                     " children; expected ", children);
+    fail<ValueError>(function, {where, " (format \"", format, "\") has ", schema->n_children,
+                                " children; expected ", children});
   return type;
 }
 
 /// Checks the fields of array node `a` (`where` names it) against its type's counts.
 inline void check_node(const ArrowArray* a, int64_t buffers, int64_t children, const char* function,
                        std::string_view where) {
-  if (a == nullptr) fail<ValueError>(function, where, "'s ArrowArray is null");
+  if (a == nullptr) fail<ValueError>(function, {where, "'s ArrowArray is null"});
   if (a->release == nullptr)
-    fail<ValueError>(function, where, "'s ArrowArray is released (its release callback is null)");
+    fail<ValueError>(function, {where, "'s ArrowArray is released (its release callback is null)"});
   index_t end = 0;
   if (a->length < 0 || a->offset < 0 || add_overflows(a->length, a->offset, end))
-    fail<ValueError>(function, where, " has length ", a->length, " and offset ", a->offset,
-                     "; expected both >= 0 with a sum that fits int64");
+    fail<ValueError>(function, {where, " has length ", a->length, " and offset ", a->offset,
+                                "; expected both >= 0 with a sum that fits int64"});
   if (a->null_count < -1 || a->null_count > a->length)
-    fail<ValueError>(function, where, " has null_count ", a->null_count, "; expected -1 to ",
-                     a->length);
+    fail<ValueError>(function,
+                     {where, " has null_count ", a->null_count, "; expected -1 to ", a->length});
   if (a->n_buffers != buffers || (buffers > 0 && a->buffers == nullptr))
-    fail<ValueError>(function, where, " has ", a->n_buffers, " buffers",
-                     a->n_buffers == buffers ? " in a null array" : "", "; its type has ", buffers);
+    fail<ValueError>(
+        function, {where, " has ", a->n_buffers, " buffers",
+                   a->n_buffers == buffers ? " in a null array" : "", "; its type has ", buffers});
   if (a->n_children != children || (children > 0 && a->children == nullptr))
-    fail<ValueError>(function, where, " has ", a->n_children, " children",
-                     a->n_children == children ? " in a null array" : "", "; its type has ",
-                     children);
+    fail<ValueError>(function, {where, " has ", a->n_children, " children",
+                                a->n_children == children ? " in a null array" : "",
+                                "; its type has ", children});
   for (int64_t i = 0; i < children; ++i)
-    if (a->children[i] == nullptr) fail<ValueError>(function, where, "'s child ", i, " is null");
+    if (a->children[i] == nullptr) fail<ValueError>(function, {where, "'s child ", i, " is null"});
   if (a->dictionary != nullptr)
-    fail<ValueError>(function, where, " has a dictionary but its type is not dictionary-encoded");
+    fail<ValueError>(function, {where, " has a dictionary but its type is not dictionary-encoded"});
 }
 
 /// The first null among entries [first, first + count) of `a` (logical indices), or -1.
@@ -160,8 +163,8 @@ inline index_t first_null(const ArrowArray* a, index_t first, index_t count, con
   const auto* bits = static_cast<const std::uint8_t*>(a->buffers[0]);
   if (bits == nullptr) {
     if (a->null_count > 0)
-      fail<ValueError>(function, where, " has null_count ", a->null_count,
-                       " but a null validity bitmap");
+      fail<ValueError>(function,
+                       {where, " has null_count ", a->null_count, " but a null validity bitmap"});
     return -1;
   }
   for (index_t i = 0; i < count; ++i) {
@@ -194,8 +197,8 @@ inline ValueChain value_chain(const ArrowSchema* schema, const ArrowArray* array
       return chain;
     }
     if (type.kind != Kind::fixed_size_list)
-      fail<TypeError>(function, where, " has format \"", schema->format,
-                      "\"; expected fixed_size_list or primitive values here");
+      fail<TypeError>(function, {where, " has format \"", schema->format,
+                                 "\"; expected fixed_size_list or primitive values here"});
     check_node(array, 1, 1, function, where);
     chain.arrays.push_back(array);
     chain.sizes.push_back(type.list_size);
@@ -218,19 +221,20 @@ inline index_t chain_values(const ValueChain& chain, index_t first, index_t coun
     const ArrowArray* a = chain.arrays[level];
     index_t end = 0;
     if (add_overflows(first, count, end) || end > a->length)
-      fail<ValueError>(function, row_name(row), " needs ", count, " entries from entry ", first,
-                       " of level ", level, ", which has length ", a->length);
+      fail<ValueError>(function, {row_name(row), " needs ", count, " entries from entry ", first,
+                                  " of level ", level, ", which has length ", a->length});
     if (const index_t null = first_null(a, first, count, function, "a values array"); null >= 0)
-      fail<ValueError>(function, row_name(row), " holds a null (entry ", null, " of level ", level,
-                       "); tbatch tensors hold no nulls");
+      fail<ValueError>(function, {row_name(row), " holds a null (entry ", null, " of level ", level,
+                                  "); tbatch tensors hold no nulls"});
     const index_t physical = checked_add(a->offset, first, function);
     if (level == chain.sizes.size()) {
       index_t bytes = 0;  // byte addresses of the values: what the reads compute
       if (multiply_overflows(physical + count, dtype_size(chain.dtype), bytes))
-        fail<ValueError>(function, row_name(row), "'s values end at entry ", physical + count,
-                         " of the values buffer, past any addressable buffer");
+        fail<ValueError>(function, {row_name(row), "'s values end at entry ", physical + count,
+                                    " of the values buffer, past any addressable buffer"});
       if (count > 0 && a->buffers[1] == nullptr)
-        fail<ValueError>(function, "the values buffer is null but ", row_name(row), " has values");
+        fail<ValueError>(function,
+                         {"the values buffer is null but ", row_name(row), " has values"});
       return physical;
     }
     first = checked_mul(physical, chain.sizes[level], function);
@@ -271,10 +275,10 @@ inline Segments list_segments(const ArrowArray* list, TypeInfo type, index_t fir
   for (index_t r = 0; r < rows; ++r) {
     if (skip[std::size_t(r)]) continue;
     if (first_null(list, first_row + r, 1, function, "the list array") >= 0)
-      fail<ValueError>(function, "row ", r, " of the list array is null");
+      fail<ValueError>(function, {"row ", r, " of the list array is null"});
     if (offsets == nullptr || (type.is_view() && sizes == nullptr))
-      fail<ValueError>(function, "the list array's ", offsets == nullptr ? "offsets" : "sizes",
-                       " buffer is null but it has ", rows, " rows");
+      fail<ValueError>(function, {"the list array's ", offsets == nullptr ? "offsets" : "sizes",
+                                  " buffer is null but it has ", rows, " rows"});
     const index_t p = list->offset + first_row + r;  // checked by check_node and the caller
     const index_t start = read_offset(offsets, p, type.is_large());
     const index_t second = read_offset(type.is_view() ? sizes : offsets,
@@ -283,10 +287,10 @@ inline Segments list_segments(const ArrowArray* list, TypeInfo type, index_t fir
     const bool bad = type.is_view() ? start < 0 || second < 0 || add_overflows(start, second, end)
                                     : start < 0 || second < start;
     if (bad)
-      fail<ValueError>(function, "row ", r, " has offset ", start,
-                       type.is_view() ? " and size " : " and the next offset ", second,
-                       type.is_view() ? "; expected both >= 0 with a sum that fits int64"
-                                      : "; offsets must be >= 0 and must not decrease");
+      fail<ValueError>(function, {"row ", r, " has offset ", start,
+                                  type.is_view() ? " and size " : " and the next offset ", second,
+                                  type.is_view() ? "; expected both >= 0 with a sum that fits int64"
+                                                 : "; offsets must be >= 0 and must not decrease"});
     const index_t count = type.is_view() ? second : second - start;
     s.start[std::size_t(r)] = start;
     s.count[std::size_t(r)] = count;

@@ -165,8 +165,8 @@ inline void hand_out_both(std::shared_ptr<ArrayTree> arrays, ArrayNode& root, Sc
 inline void check_outputs(const ArrowArray* out, const ArrowSchema* out_schema,
                           const char* function) {
   if (out == nullptr || out_schema == nullptr)
-    fail<ValueError>(function, out == nullptr ? "out" : "out_schema",
-                     " is null; expected a struct to fill");
+    fail<ValueError>(
+        function, {out == nullptr ? "out" : "out_schema", " is null; expected a struct to fill"});
 }
 
 /// A buffer made for the export (offsets, shapes, a bitmap), kept with the tree.
@@ -180,8 +180,8 @@ const V* owned_buffer(ArrayTree& tree, std::vector<V> values) {
 
 inline std::int32_t checked_int32(index_t value, const char* function, const char* what) {
   if (value < 0 || value > std::numeric_limits<std::int32_t>::max())
-    fail<ValueError>(function, what, " is ", value,
-                     ", outside int32 (0 to 2147483647) as Arrow stores it here");
+    fail<ValueError>(function, {what, " is ", value,
+                                ", outside int32 (0 to 2147483647) as Arrow stores it here"});
   return static_cast<std::int32_t>(value);
 }
 
@@ -248,8 +248,8 @@ inline void export_packed(const AnyTensor& packed_data, const Tensor<index_t>& s
   using arrow::ListOffsets;
   if (options.offsets != ListOffsets::automatic && options.offsets != ListOffsets::int32 &&
       options.offsets != ListOffsets::int64)
-    fail<ValueError>(function, "options.offsets is ", static_cast<int>(options.offsets),
-                     "; expected ListOffsets::automatic, int32 or int64");
+    fail<ValueError>(function, {"options.offsets is ", static_cast<int>(options.offsets),
+                                "; expected ListOffsets::automatic, int32 or int64"});
   const char* format = format_of(packed_data.dtype(), function);
   const AnyTensor data = packed_data.contiguous();
   const index_t batch = shape_per_tensor.size(0), rank = shape_per_tensor.size(1) + 1;
@@ -313,10 +313,10 @@ inline void export_dense(const AnyTensor& tensor, ArrowArray* out, ArrowSchema* 
   check_outputs(out, out_schema, function);
   if (format != arrow::TensorFormat::fixed_shape_tensor &&
       format != arrow::TensorFormat::fixed_size_list)
-    fail<ValueError>(function, "format is ", static_cast<int>(format),
-                     "; expected TensorFormat::fixed_shape_tensor or fixed_size_list");
+    fail<ValueError>(function, {"format is ", static_cast<int>(format),
+                                "; expected TensorFormat::fixed_shape_tensor or fixed_size_list"});
   if (tensor.dim() == 0)
-    fail<ShapeError>(function, "a 0-d tensor has no rows; reshape it to (1) first");
+    fail<ShapeError>(function, {"a 0-d tensor has no rows; reshape it to (1) first"});
   const char* value_format = format_of(tensor.dtype(), function);
   const AnyTensor data = tensor.contiguous();
   const Shape& shape = data.shape();

@@ -52,9 +52,10 @@ inline const char* format_of(DType dtype, const char* function) {
     case DType::bfloat16:
       break;
   }
-  fail<TypeError>(function, "dtype ", dtype,
-                  " has no Arrow type (Arrow's floats are float16, float32 and float64); "
-                  "cast<float>() first");
+  fail<TypeError>(function,
+                  {"dtype ", dtype,
+                   " has no Arrow type (Arrow's floats are float16, float32 and float64); "
+                   "cast<float>() first"});
 }
 
 /// The dtype of a primitive Arrow format string; nullopt for any other format.
@@ -98,7 +99,7 @@ inline MetadataEntries decode_metadata(const char* metadata, const char* functio
     std::int32_t value;
     std::memcpy(&value, metadata, sizeof value);
     metadata += sizeof value;
-    if (value < 0) fail<ValueError>(function, "the schema metadata has ", what, " ", value);
+    if (value < 0) fail<ValueError>(function, {"the schema metadata has ", what, " ", value});
     return value;
   };
   const std::int32_t count = get("entry count");
@@ -150,15 +151,15 @@ class JsonIntegerArrays {
   const std::optional<JsonIntegers>& operator[](std::string_view name) const {
     for (std::size_t i = 0; i < wanted_.size(); ++i)
       if (wanted_[i] == name) return found_[i];
-    fail<ValueError>(function_, "JSON member \"", name, "\" was not asked for");
+    fail<ValueError>(function_, {"JSON member \"", name, "\" was not asked for"});
   }
 
  private:
   static constexpr int max_depth = 64;
 
   [[noreturn]] void error(const char* what) const {
-    fail<ValueError>(function_, "the extension metadata is not the JSON expected: ", what,
-                     " at byte ", at_, " of ", text_.size());
+    fail<ValueError>(function_, {"the extension metadata is not the JSON expected: ", what,
+                                 " at byte ", at_, " of ", text_.size()});
   }
   void skip_space() {
     while (at_ < text_.size() && std::strchr(" \t\r\n", text_[at_]) != nullptr && text_[at_] != 0)

@@ -121,12 +121,13 @@ inline PackedParts packed_parts(const FlatValues& flat, const std::vector<index_
 inline void check_rows(const std::vector<bool>& null, arrow::NullPolicy nulls,
                        const char* function) {
   if (nulls != arrow::NullPolicy::error && nulls != arrow::NullPolicy::empty)
-    fail<ValueError>(function, "nulls is ", static_cast<int>(nulls),
-                     "; expected NullPolicy::error or NullPolicy::empty");
+    fail<ValueError>(function, {"nulls is ", static_cast<int>(nulls),
+                                "; expected NullPolicy::error or NullPolicy::empty"});
   for (std::size_t r = 0; r < null.size() && nulls == arrow::NullPolicy::error; ++r)
     if (null[r])
-      fail<ValueError>(function, "row ", r,
-                       " is null; pass NullPolicy::empty to import null rows as empty elements");
+      fail<ValueError>(
+          function,
+          {"row ", r, " is null; pass NullPolicy::empty to import null rows as empty elements"});
 }
 
 inline bool is_identity(const std::vector<index_t>& permutation) {
@@ -174,8 +175,8 @@ inline TensorParameters tensor_parameters(const std::string& json, bool fixed,
     if (!members[name]) return;
     for (const auto& v : *members[name]) {
       if ((!v && !nulls) || (v && *v < 0))
-        fail<ValueError>(function, "the extension's \"", name, "\" has an entry ",
-                         v ? std::to_string(*v) : "null", "; expected sizes >= 0");
+        fail<ValueError>(function, {"the extension's \"", name, "\" has an entry ",
+                                    v ? std::to_string(*v) : "null", "; expected sizes >= 0"});
       out.push_back(v ? *v : -1);
     }
   };
@@ -183,7 +184,7 @@ inline TensorParameters tensor_parameters(const std::string& json, bool fixed,
   sizes("uniform_shape", p.uniform, true);
   sizes("permutation", p.permutation, false);
   if (fixed && !members["shape"])
-    fail<ValueError>(function, "the fixed_shape_tensor metadata has no \"shape\"");
+    fail<ValueError>(function, {"the fixed_shape_tensor metadata has no \"shape\""});
   return p;
 }
 
@@ -196,8 +197,8 @@ inline void check_permutation(const std::vector<index_t>& permutation, index_t n
   for (index_t d : permutation)
     ok = ok && d < ndim && !seen[std::size_t(d)] && (seen[std::size_t(d)] = true);
   if (!ok)
-    fail<ValueError>(function, "the extension's permutation has ", permutation.size(),
-                     " entries that are not a permutation of 0 to ", ndim - 1);
+    fail<ValueError>(function, {"the extension's permutation has ", permutation.size(),
+                                " entries that are not a permutation of 0 to ", ndim - 1});
 }
 
 /// The indices of the data and shape children of a variable_shape_tensor struct: by name when
@@ -207,8 +208,8 @@ inline std::pair<int64_t, int64_t> data_and_shape(const ArrowSchema* schema, con
   const std::string_view second = schema->children[1]->name ? schema->children[1]->name : "";
   if (first == "shape" && second == "data") return {1, 0};
   if (!first.empty() && !second.empty() && !(first == "data" && second == "shape"))
-    fail<ValueError>(function, "the variable_shape_tensor struct's fields are named \"", first,
-                     "\" and \"", second, "\"; expected \"data\" and \"shape\"");
+    fail<ValueError>(function, {"the variable_shape_tensor struct's fields are named \"", first,
+                                "\" and \"", second, "\"; expected \"data\" and \"shape\""});
   return {0, 1};
 }
 
@@ -220,8 +221,9 @@ inline DType values_dtype(const ArrowSchema* schema, const char* function) {
     if (type.kind == Kind::primitive) return type.dtype;
     if (type.kind == Kind::struct_) {
       if (schema->n_children != 2)
-        fail<TypeError>(function, where, " is a struct of ", schema->n_children,
-                        " fields; tbatch reads the variable_shape_tensor struct (data, shape)");
+        fail<TypeError>(function,
+                        {where, " is a struct of ", schema->n_children,
+                         " fields; tbatch reads the variable_shape_tensor struct (data, shape)"});
       schema = schema->children[data_and_shape(schema, function).first];
       where = "the data field";
       continue;
@@ -238,36 +240,35 @@ inline PackedParts import_variable_shape(const ArrowArray* array, const ArrowSch
                                          const std::shared_ptr<TakenArray>& owner,
                                          const char* function) {
   if (schema->n_children != 2)
-    fail<ValueError>(function, "the variable_shape_tensor struct has ", schema->n_children,
-                     " fields; expected 2 (data, shape)");
+    fail<ValueError>(function, {"the variable_shape_tensor struct has ", schema->n_children,
+                                " fields; expected 2 (data, shape)"});
   check_node(array, 1, 2, function, "the variable_shape_tensor struct");
   const auto [data_index, shape_index] = data_and_shape(schema, function);
   const ArrowSchema* data_schema = schema->children[data_index];
   const ArrowArray* data = array->children[data_index];
   const TypeInfo data_type = parse_type(data_schema, function, "the data field");
   if (!data_type.is_list())
-    fail<TypeError>(function, "the data field has format \"", data_schema->format,
-                    "\"; expected a list of values");
+    fail<TypeError>(function, {"the data field has format \"", data_schema->format,
+                               "\"; expected a list of values"});
   check_node(data, data_type.is_view() ? 3 : 2, 1, function, "the data field");
   const ValueChain chain =
       value_chain(data_schema->children[0], data->children[0], function, "the data field's child");
   const ValueChain shape_chain = value_chain(
       schema->children[shape_index], array->children[shape_index], function, "the shape field");
   if (!chain.sizes.empty() || shape_chain.sizes.size() != 1 || shape_chain.dtype != DType::int32)
-    fail<TypeError>(function,
-                    "the struct is not (data: list<values>, shape: "
-                    "fixed_size_list<int32>) as the extension defines it");
+    fail<TypeError>(function, {"the struct is not (data: list<values>, shape: "
+                               "fixed_size_list<int32>) as the extension defines it"});
   const index_t ndim = shape_chain.sizes[0];
   if (ndim == 0)
-    fail<ShapeError>(function, "the tensors have 0 dims; a batch's elements have rank >= 1");
+    fail<ShapeError>(function, {"the tensors have 0 dims; a batch's elements have rank >= 1"});
   if (!parameters.uniform.empty() && index_t(parameters.uniform.size()) != ndim)
-    fail<ValueError>(function, "uniform_shape has ", parameters.uniform.size(),
-                     " entries but the tensors have ", ndim, " dims");
+    fail<ValueError>(function, {"uniform_shape has ", parameters.uniform.size(),
+                                " entries but the tensors have ", ndim, " dims"});
   check_permutation(parameters.permutation, ndim, function);
   const index_t batch = array->length, offset = array->offset;
   if (offset + batch > data->length)  // both checked by check_node: no overflow
-    fail<ValueError>(function, "the struct's rows ", offset, " to ", offset + batch,
-                     " pass the data field's length ", data->length);
+    fail<ValueError>(function, {"the struct's rows ", offset, " to ", offset + batch,
+                                " pass the data field's length ", data->length});
   const std::vector<bool> skip =
       null_rows(array, 0, batch, function, "the variable_shape_tensor struct");
   check_rows(skip, nulls, function);
@@ -283,15 +284,17 @@ inline PackedParts import_variable_shape(const ArrowArray* array, const ArrowSch
       std::memcpy(&size, ints + (at + d) * 4, 4);
       const index_t uniform = parameters.uniform.empty() ? -1 : parameters.uniform[std::size_t(d)];
       if (size < 0 || (uniform >= 0 && size != uniform))
-        fail<ValueError>(function, "row ", r, " has size ", size, " in dim ", d,
-                         uniform >= 0 ? "; uniform_shape fixes it at " : "; expected >= 0",
-                         uniform >= 0 ? std::to_string(uniform) : std::string());
+        fail<ValueError>(function,
+                         {"row ", r, " has size ", size, " in dim ", d,
+                          uniform >= 0 ? "; uniform_shape fixes it at " : "; expected >= 0",
+                          uniform >= 0 ? std::to_string(uniform) : std::string()});
       stored[std::size_t(r * ndim + d)] = size;
       values = checked_mul(values, size, function);
     }
     if (values != segments.count[std::size_t(r)])
-      fail<ValueError>(function, "row ", r, "'s shape holds ", values,
-                       " values but its data list has ", segments.count[std::size_t(r)]);
+      fail<ValueError>(function,
+                       {"row ", r, "'s shape holds ", values, " values but its data list has ",
+                        segments.count[std::size_t(r)]});
   }
   // Dim d of the logical tensor is dim permutation[d] of the stored one.
   const bool permuted = !is_identity(parameters.permutation);
@@ -303,8 +306,8 @@ inline PackedParts import_variable_shape(const ArrowArray* array, const ArrowSch
     if (skip[std::size_t(r)]) continue;
     const index_t size = stored[std::size_t(r * ndim + stored_dim(ndim - 1))];
     if (last >= 0 && size != last)
-      fail<ShapeError>(function, "row ", r, "'s last dim is ", size, " but earlier rows' is ", last,
-                       "; a batch's elements share the last dim");
+      fail<ShapeError>(function, {"row ", r, "'s last dim is ", size, " but earlier rows' is ",
+                                  last, "; a batch's elements share the last dim"});
     last = size;
   }
   if (last < 0)
@@ -345,24 +348,25 @@ inline PackedParts import_packed(ArrowArray* array, const ArrowSchema* schema,
   const std::shared_ptr<TakenArray> owner = take_array(array, function);
   const TypeInfo type = parse_type(schema, function, "the array");
   if (const DType values = values_dtype(schema, function); values != expected)
-    fail<TypeError>(function, "the array's values are ", values, ", not ", expected,
-                    "; arrow::value_dtype(schema) tells the dtype before the import");
+    fail<TypeError>(function, {"the array's values are ", values, ", not ", expected,
+                               "; arrow::value_dtype(schema) tells the dtype before the import"});
   const MetadataEntries metadata = decode_metadata(schema->metadata, function);
   const std::string* name = find_metadata(metadata, extension_name_key);
   if (name != nullptr && *name == variable_shape_tensor_name) {
     if (type.kind != Kind::struct_)
-      fail<ValueError>(function, "a variable_shape_tensor array has format \"", schema->format,
-                       "\"; its storage is a struct (+s)");
+      fail<ValueError>(function, {"a variable_shape_tensor array has format \"", schema->format,
+                                  "\"; its storage is a struct (+s)"});
     const std::string* json = find_metadata(metadata, extension_metadata_key);
     return import_variable_shape(&owner->array, schema,
                                  tensor_parameters(json ? *json : "", false, function), nulls,
                                  owner, function);
   }
   if (!type.is_list())
-    fail<TypeError>(function, "the array has format \"", schema->format,
-                    "\"; import_batch reads list, large_list, list_view, large_list_view and the "
-                    "arrow.variable_shape_tensor extension (import_tensor reads rows of one "
-                    "shape)");
+    fail<TypeError>(function,
+                    {"the array has format \"", schema->format,
+                     "\"; import_batch reads list, large_list, list_view, large_list_view and the "
+                     "arrow.variable_shape_tensor extension (import_tensor reads rows of one "
+                     "shape)"});
   check_rows({}, nulls, function);
   return import_list(&owner->array, schema, type, nulls, owner, function);
 }
@@ -373,13 +377,14 @@ inline AnyTensor import_dense(ArrowArray* array, const ArrowSchema* schema, cons
   const std::shared_ptr<TakenArray> owner = take_array(array, function);
   const TypeInfo type = parse_type(schema, function, "the array");
   if (type.kind != Kind::primitive && type.kind != Kind::fixed_size_list)
-    fail<TypeError>(function, "the array has format \"", schema->format,
-                    "\"; import_tensor reads primitive and fixed_size_list arrays and the "
-                    "arrow.fixed_shape_tensor extension (import_batch reads lists)");
+    fail<TypeError>(function,
+                    {"the array has format \"", schema->format,
+                     "\"; import_tensor reads primitive and fixed_size_list arrays and the "
+                     "arrow.fixed_shape_tensor extension (import_batch reads lists)"});
   const ValueChain chain = value_chain(schema, &owner->array, function, "the array");
   if (expected != nullptr && chain.dtype != *expected)
-    fail<TypeError>(function, "the array's values are ", chain.dtype, ", not ", *expected,
-                    "; arrow::value_dtype(schema) tells the dtype before the import");
+    fail<TypeError>(function, {"the array's values are ", chain.dtype, ", not ", *expected,
+                               "; arrow::value_dtype(schema) tells the dtype before the import"});
   const MetadataEntries metadata = decode_metadata(schema->metadata, function);
   const std::string* name = find_metadata(metadata, extension_name_key);
   const bool fixed_shape = name != nullptr && *name == fixed_shape_tensor_name;
@@ -392,8 +397,9 @@ inline AnyTensor import_dense(ArrowArray* array, const ArrowSchema* schema, cons
     for (index_t size : parameters.shape)
       values = checked_mul(values, size, function);
     if (chain.sizes.size() != 1 || values != chain.sizes[0])
-      fail<ValueError>(function, "the fixed_shape_tensor's shape holds ", values,
-                       " values but its storage is not fixed_size_list<T, ", values, ">");
+      fail<ValueError>(function,
+                       {"the fixed_shape_tensor's shape holds ", values,
+                        " values but its storage is not fixed_size_list<T, ", values, ">"});
     check_permutation(parameters.permutation, index_t(parameters.shape.size()), function);
     dims.insert(dims.end(), parameters.shape.begin(), parameters.shape.end());
   } else {

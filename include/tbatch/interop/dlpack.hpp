@@ -45,16 +45,17 @@ inline DLDataType dlpack_dtype(DType dtype) {
 /// The tbatch dtype of a DLPack data type; TypeError naming `function` for one tbatch lacks.
 inline DType dtype_from_dlpack(DLDataType type, const char* function) {
   if (type.lanes != 1)
-    fail<TypeError>(function, "the tensor has ", type.lanes,
-                    " lanes per element; tbatch reads only lanes == 1");
+    fail<TypeError>(function, {"the tensor has ", type.lanes,
+                               " lanes per element; tbatch reads only lanes == 1"});
 #define TBATCH_DLPACK_MATCH(type_, tag, ...)                                                    \
   if (DLPackType<type_>::value.code == type.code && DLPackType<type_>::value.bits == type.bits) \
     return DType::tag;
   TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DLPACK_MATCH)
 #undef TBATCH_DLPACK_MATCH
-  fail<TypeError>(function, "DLPack data type code ", int(type.code), " with ", int(type.bits),
-                  " bits has no tbatch dtype (expected int 8-64, uint 8-32, float 16-64, "
-                  "bfloat 16 or bool 8 bits)");
+  fail<TypeError>(function,
+                  {"DLPack data type code ", int(type.code), " with ", int(type.bits),
+                   " bits has no tbatch dtype (expected int 8-64, uint 8-32, float 16-64, "
+                   "bfloat 16 or bool 8 bits)"});
 }
 
 /// Calls the deleter of the DLManagedTensor it holds (the producer's cleanup).
@@ -96,8 +97,9 @@ struct DLPackExport {
 /// `tensor` as DLPack describes it, `mode` choosing its strides (to_dlpack).
 inline DLPackPtr export_dlpack(const AnyTensor& tensor, DLPackStrides mode) {
   if (mode != DLPackStrides::as_is && mode != DLPackStrides::non_negative)
-    fail<ValueError>("to_dlpack", "strides is ", static_cast<int>(mode),
-                     "; expected DLPackStrides::as_is or DLPackStrides::non_negative");
+    fail<ValueError>("to_dlpack",
+                     {"strides is ", static_cast<int>(mode),
+                      "; expected DLPackStrides::as_is or DLPackStrides::non_negative"});
   Layout l = tensor.layout();
   if (mode == DLPackStrides::non_negative) {
     const bool empty = l.shape.numel() == 0;
@@ -182,27 +184,28 @@ inline void check_bool_bytes(const unsigned char* first, const Layout& l, const 
     }
   });
   if (bad >= 0)
-    fail<ValueError>(function, "the bool element at flat position ", bad, " is byte ",
-                     int(bad_byte), "; bool elements must be 0 or 1");
+    fail<ValueError>(function, {"the bool element at flat position ", bad, " is byte ",
+                                int(bad_byte), "; bool elements must be 0 or 1"});
 }
 
 /// Checks everything `managed` describes and views its memory, not yet taking it.
 inline DLPackImport import_dlpack(DLManagedTensor* managed, const char* function) {
-  if (managed == nullptr) fail<ValueError>(function, "the DLManagedTensor is null");
+  if (managed == nullptr) fail<ValueError>(function, {"the DLManagedTensor is null"});
   const DLTensor& t = managed->dl_tensor;
   if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost &&
       t.device.device_type != kDLROCMHost)
-    fail<ValueError>(function, "the tensor is on device type ", int(t.device.device_type), " (id ",
-                     t.device.device_id,
-                     "); tbatch reads host memory only (kDLCPU, kDLCUDAHost, kDLROCMHost)");
+    fail<ValueError>(
+        function,
+        {"the tensor is on device type ", int(t.device.device_type), " (id ", t.device.device_id,
+         "); tbatch reads host memory only (kDLCPU, kDLCUDAHost, kDLROCMHost)"});
   const DType dtype = dtype_from_dlpack(t.dtype, function);
-  if (t.ndim < 0) fail<ShapeError>(function, "ndim is ", t.ndim, "; expected >= 0");
+  if (t.ndim < 0) fail<ShapeError>(function, {"ndim is ", t.ndim, "; expected >= 0"});
   if (t.ndim > 0 && t.shape == nullptr)
-    fail<ValueError>(function, "shape is null for ndim ", t.ndim);
+    fail<ValueError>(function, {"shape is null for ndim ", t.ndim});
   Layout l;
   for (std::int32_t d = 0; d < t.ndim; ++d) {
     if (t.shape[d] < 0)
-      fail<ShapeError>(function, "shape[", d, "] is ", t.shape[d], "; sizes must be >= 0");
+      fail<ShapeError>(function, {"shape[", d, "] is ", t.shape[d], "; sizes must be >= 0"});
     l.shape.push_back(t.shape[d]);
   }
   // Null strides mean row-major (DLPack's compact layout).
@@ -224,8 +227,9 @@ Tensor<T> import_dlpack_as(DLManagedTensor* managed, const char* function,
                            std::shared_ptr<DLPackOwner>& owner) {
   DLPackImport imported = import_dlpack(managed, function);
   if (imported.tensor.dtype() != dtype_of<T>)
-    fail<TypeError>(function, "the tensor holds ", imported.tensor.dtype(), ", not ",
-                    dtype_name_of<T>, "; use any_from_dlpack for a dtype known at run time");
+    fail<TypeError>(function,
+                    {"the tensor holds ", imported.tensor.dtype(), ", not ", dtype_name_of<T>,
+                     "; use any_from_dlpack for a dtype known at run time"});
   owner = std::move(imported.owner);
   return imported.tensor.get<T>(function);
 }
@@ -318,7 +322,7 @@ B from_dlpack(DLPackBatch&& batch) {
                         : packed && batch.first_idx == nullptr        ? "first_idx"
                                                                       : nullptr;
   if (missing != nullptr)
-    detail::fail<ValueError>("from_dlpack", "the batch has no ", missing, " tensor");
+    detail::fail<ValueError>("from_dlpack", {"the batch has no ", missing, " tensor"});
   std::shared_ptr<detail::DLPackOwner> owners[3];
   const auto make = [&] {
     Tensor<T> data = detail::import_dlpack_as<T>(batch.data.get(), "from_dlpack", owners[0]);

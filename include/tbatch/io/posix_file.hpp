@@ -116,11 +116,11 @@ TBATCH_INLINE Mapping::~Mapping() {
 TBATCH_INLINE std::pair<File, std::uint64_t> open_regular_file(const std::filesystem::path& path,
                                                                const char* fn) {
   File file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (file.get() < 0) fail<FileError>(fn, "cannot open ", path, ": ", system_cause());
+  if (file.get() < 0) fail<FileError>(fn, {"cannot open ", path, ": ", system_cause()});
   struct stat info {};
   if (::fstat(file.get(), &info) != 0)
-    fail<FileError>(fn, "cannot read the size of ", path, ": ", system_cause());
-  if (!S_ISREG(info.st_mode)) fail<FileError>(fn, path, " is not a regular file");
+    fail<FileError>(fn, {"cannot read the size of ", path, ": ", system_cause()});
+  if (!S_ISREG(info.st_mode)) fail<FileError>(fn, {path, " is not a regular file"});
   return {std::move(file), std::uint64_t(info.st_size)};
 }
 
@@ -130,9 +130,9 @@ TBATCH_INLINE void read_at(const File& file, void* out, std::uint64_t n, std::ui
   for (std::uint64_t done = 0; done < n;) {
     const ssize_t got = ::pread(file.get(), at + done, std::size_t(n - done), off_t(offset + done));
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) fail<FileError>(fn, "cannot read ", path, ": ", system_cause());
+    if (got < 0) fail<FileError>(fn, {"cannot read ", path, ": ", system_cause()});
     if (got == 0)
-      fail<FileError>(fn, "cannot read ", path, ": it ended early (changed while read?)");
+      fail<FileError>(fn, {"cannot read ", path, ": it ended early (changed while read?)"});
     done += std::uint64_t(got);
   }
 }
@@ -165,7 +165,7 @@ TBATCH_INLINE Temporary::Temporary(const std::filesystem::path& folder, const st
     }
     if (errno != EEXIST) break;
   }
-  fail<FileError>(fn, "cannot create a file beside ", folder / name, ": ", system_cause());
+  fail<FileError>(fn, {"cannot create a file beside ", folder / name, ": ", system_cause()});
 }
 
 TBATCH_INLINE Temporary::~Temporary() {

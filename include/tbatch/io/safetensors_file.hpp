@@ -103,7 +103,7 @@ inline AnyTensor copied_tensor(const Entry& e, const unsigned char* bytes) {
 inline TensorFile load_file(const std::filesystem::path& path, Mmap mmap, const std::string* only,
                             const char* fn) {
   if (mmap != Mmap::no && mmap != Mmap::yes)
-    fail<ValueError>(fn, "mmap is ", static_cast<int>(mmap), "; expected Mmap::no or Mmap::yes");
+    fail<ValueError>(fn, {"mmap is ", static_cast<int>(mmap), "; expected Mmap::no or Mmap::yes"});
   const auto [file, size] = open_regular_file(path, fn);
   const std::string what = "file " + path.string();
   unsigned char first8[8] = {};
@@ -116,7 +116,7 @@ inline TensorFile load_file(const std::filesystem::path& path, Mmap mmap, const 
   if (mmap == Mmap::yes) {
     void* data =
         ::mmap(nullptr, std::size_t(size), PROT_READ | PROT_WRITE, MAP_PRIVATE, file.get(), 0);
-    if (data == MAP_FAILED) fail<FileError>(fn, "cannot map ", path, ": ", system_cause());
+    if (data == MAP_FAILED) fail<FileError>(fn, {"cannot map ", path, ": ", system_cause()});
     mapping = std::make_shared<Mapping>(data, std::size_t(size));
     header_text = reinterpret_cast<const char*>(mapping->bytes() + 8);
   } else {
@@ -159,8 +159,8 @@ inline TensorFile load_file(const std::filesystem::path& path, Mmap mmap, const 
     std::vector<std::string> names;
     for (const Entry& e : header.entries)
       names.push_back(e.name);
-    fail<KeyError>(fn, "file ", path, " has no tensor '", *only, "' (it has ",
-                   tbatch::detail::listed(names), ")");
+    fail<KeyError>(fn, {"file ", path, " has no tensor '", *only, "' (it has ",
+                        tbatch::detail::listed(names), ")"});
   }
   return out;
 }
@@ -179,10 +179,11 @@ inline std::pair<std::string, std::vector<std::pair<std::string, AnyTensor>>> he
   std::uint64_t offset = 0;
   for (const auto& [name, tensor] : order) {
     if (name.empty() || name == "__metadata__")
-      fail<ValueError>(fn, "tensor name '", name, "' is not allowed (empty or __metadata__)");
+      fail<ValueError>(fn, {"tensor name '", name, "' is not allowed (empty or __metadata__)"});
     if (std::size_t(tensor.dim()) > max_file_rank)
-      fail<ValueError>(fn, "tensor '", name, "' has ", tensor.dim(), " dims; a file holds at most ",
-                       max_file_rank, " (loading refuses more)");
+      fail<ValueError>(fn,
+                       {"tensor '", name, "' has ", tensor.dim(), " dims; a file holds at most ",
+                        max_file_rank, " (loading refuses more)"});
     std::vector<index_t> shape(tensor.shape().begin(), tensor.shape().end());
     const auto bytes = std::uint64_t(tensor.numel() * tensor.element_size());
     json[name] = {{"dtype", safetensors_dtype(tensor.dtype())},
@@ -195,7 +196,7 @@ inline std::pair<std::string, std::vector<std::pair<std::string, AnyTensor>>> he
   try {
     text = json.dump();
   } catch (const nlohmann::json::exception&) {
-    fail<ValueError>(fn, "a tensor name or metadata string is not valid UTF-8");
+    fail<ValueError>(fn, {"a tensor name or metadata string is not valid UTF-8"});
   }
   text.append((8 - text.size() % 8) % 8, ' ');
   return {std::move(text), std::move(order)};
@@ -223,7 +224,7 @@ TBATCH_INLINE void save(const std::filesystem::path& path, const TensorFile& con
       path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   detail::Temporary temporary(folder, path.filename().string(), fn);
   auto failed = [&](const char* doing) {
-    detail::fail<FileError>(fn, "cannot ", doing, " ", path, ": ", detail::system_cause());
+    detail::fail<FileError>(fn, {"cannot ", doing, " ", path, ": ", detail::system_cause()});
   };
   unsigned char length[8];
   for (int i = 0; i < 8; ++i)

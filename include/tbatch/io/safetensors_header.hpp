@@ -86,7 +86,7 @@ TBATCH_INLINE const char* safetensors_dtype(DType dtype) {
     TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_SAFETENSORS_NAME)
 #undef TBATCH_SAFETENSORS_NAME
   }
-  fail<ValueError>("io::save", "dtype ", static_cast<int>(dtype), " is not a DType");
+  fail<ValueError>("io::save", {"dtype ", static_cast<int>(dtype), " is not a DType"});
 }
 
 TBATCH_INLINE std::optional<DType> dtype_of_safetensors(const std::string& name) {
@@ -107,12 +107,13 @@ TBATCH_INLINE std::uint64_t read_u64(const unsigned char* p) {
 TBATCH_INLINE std::uint64_t header_length(const unsigned char* first8, std::uint64_t size,
                                           const std::string& what, const char* fn) {
   if (size < 8)
-    fail<FormatError>(fn, what, " has ", size,
-                      " bytes; a safetensors file starts with an 8-byte header length");
+    fail<FormatError>(fn, {what, " has ", size,
+                           " bytes; a safetensors file starts with an 8-byte header length"});
   const std::uint64_t length = read_u64(first8);
   if (length > max_header_bytes || length > size - 8)
-    fail<FormatError>(fn, what, " declares a header of ", length, " bytes but has ", size - 8,
-                      " bytes after the length (at most ", max_header_bytes, " are accepted)");
+    fail<FormatError>(fn,
+                      {what, " declares a header of ", length, " bytes but has ", size - 8,
+                       " bytes after the length (at most ", max_header_bytes, " are accepted)"});
   return length;
 }
 
@@ -180,7 +181,7 @@ class HeaderReader {
   bool string(std::string& value) {
     if (in_ == In::metadata) {
       if (!header_.metadata.emplace(field_, std::move(value)).second)
-        fail<FormatError>(fn_, what_, ": __metadata__ has the key '", shown(field_), "' twice");
+        fail<FormatError>(fn_, {what_, ": __metadata__ has the key '", shown(field_), "' twice"});
       return true;
     }
     if (in_ == In::tensor && field_ == "dtype") {
@@ -195,8 +196,8 @@ class HeaderReader {
   }
   bool binary(json::binary_t&) { return scalar("binary data"); }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) {
-    fail<FormatError>(fn_, what_, " has a header that is not a JSON object (invalid JSON at byte ",
-                      position, " of the header)");
+    fail<FormatError>(fn_, {what_, " has a header that is not a JSON object (invalid JSON at byte ",
+                            position, " of the header)"});
   }
 
  private:
@@ -205,7 +206,7 @@ class HeaderReader {
 
   template <class... Why>
   [[noreturn]] void bad(const Why&... why) const {
-    fail<FormatError>(fn_, what_, ": tensor '", shown(name_), "' ", why...);
+    fail<FormatError>(fn_, {what_, ": tensor '", shown(name_), "' ", why...});
   }
   /// Text from the file for a message, shortened: a message stays small whatever the file.
   static std::string shown(const std::string& text) {
@@ -214,18 +215,18 @@ class HeaderReader {
 
   bool open(bool array) {
     if (++depth_ > max_json_depth)
-      fail<FormatError>(fn_, what_, ": the header nests JSON deeper than ", max_json_depth,
-                        " levels");
+      fail<FormatError>(fn_,
+                        {what_, ": the header nests JSON deeper than ", max_json_depth, " levels"});
     const char* kind = array ? "an array" : "an object";
     switch (in_) {
       case In::start:
-        if (array) fail<FormatError>(fn_, what_, " has a header that is not a JSON object");
+        if (array) fail<FormatError>(fn_, {what_, " has a header that is not a JSON object"});
         in_ = In::top;
         break;
       case In::top:
         if (name_ == "__metadata__") {
           if (array || seen_metadata_)
-            fail<FormatError>(fn_, what_, ": __metadata__ is not one JSON object of strings");
+            fail<FormatError>(fn_, {what_, ": __metadata__ is not one JSON object of strings"});
           seen_metadata_ = true;
           in_ = In::metadata;
         } else {
@@ -235,7 +236,8 @@ class HeaderReader {
         }
         break;
       case In::metadata:
-        fail<FormatError>(fn_, what_, ": __metadata__ entry '", shown(field_), "' is not a string");
+        fail<FormatError>(fn_,
+                          {what_, ": __metadata__ entry '", shown(field_), "' is not a string"});
       case In::tensor:
         if (field_ == "shape" && array) {
           in_ = In::shape;
@@ -285,18 +287,19 @@ class HeaderReader {
   bool scalar(const std::string& text) {
     switch (in_) {
       case In::start:
-        fail<FormatError>(fn_, what_, " has a header that is not a JSON object");
+        fail<FormatError>(fn_, {what_, " has a header that is not a JSON object"});
       case In::top:
         if (name_ == "__metadata__") {
           if (text == "null" && !seen_metadata_) {  // the reference reads null as no metadata
             seen_metadata_ = true;
             return true;
           }
-          fail<FormatError>(fn_, what_, ": __metadata__ is not one JSON object of strings");
+          fail<FormatError>(fn_, {what_, ": __metadata__ is not one JSON object of strings"});
         }
         bad("is not a JSON object");
       case In::metadata:
-        fail<FormatError>(fn_, what_, ": __metadata__ entry '", shown(field_), "' is not a string");
+        fail<FormatError>(fn_,
+                          {what_, ": __metadata__ entry '", shown(field_), "' is not a string"});
       case In::tensor:
         if (field_ == "dtype") bad("has no dtype string");
         if (field_ == "shape") bad("has no shape array");
@@ -374,20 +377,20 @@ TBATCH_INLINE Header parse_header(const char* text, std::uint64_t length, std::u
   // nlohmann's parser takes a NUL byte for the end of its input: a NUL (never valid in JSON)
   // must not hide what follows it.
   if (const void* nul = std::memchr(text, 0, std::size_t(length)))
-    fail<FormatError>(fn, what, " has a NUL byte in its header (at byte ",
-                      static_cast<const char*>(nul) - text,
-                      "); a header is JSON, padded with spaces");
+    fail<FormatError>(
+        fn, {what, " has a NUL byte in its header (at byte ", static_cast<const char*>(nul) - text,
+             "); a header is JSON, padded with spaces"});
   std::size_t first = 0;
   while (first < length && std::strchr(" \t\n\r", text[first]) != nullptr)
     ++first;
   if (first == length || text[first] != '{')
-    fail<FormatError>(fn, what, " has a header that is not a JSON object");
+    fail<FormatError>(fn, {what, " has a header that is not a JSON object"});
   Header header;
   header.data_start = 8 + length;
   const std::uint64_t data_bytes = size - header.data_start;
   HeaderReader reader(header, data_bytes, what, fn);
   if (!nlohmann::json::sax_parse(text, text + length, &reader))
-    fail<FormatError>(fn, what, " has a header that is not a JSON object");
+    fail<FormatError>(fn, {what, " has a header that is not a JSON object"});
   // Each name once: JSON readers disagree on which of two values they keep.
   std::vector<const Entry*> by_name;
   for (const Entry& e : header.entries)
@@ -396,7 +399,8 @@ TBATCH_INLINE Header parse_header(const char* text, std::uint64_t length, std::u
             [](const Entry* a, const Entry* b) { return a->name < b->name; });
   for (std::size_t i = 1; i < by_name.size(); ++i)
     if (by_name[i]->name == by_name[i - 1]->name)
-      fail<FormatError>(fn, what, ": tensor '", by_name[i]->name, "' appears twice in the header");
+      fail<FormatError>(fn,
+                        {what, ": tensor '", by_name[i]->name, "' appears twice in the header"});
   std::sort(header.entries.begin(), header.entries.end(), [](const Entry& a, const Entry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
@@ -404,14 +408,14 @@ TBATCH_INLINE Header parse_header(const char* text, std::uint64_t length, std::u
   std::uint64_t reached = 0;
   for (const Entry& e : header.entries) {
     if (e.begin != reached)
-      fail<FormatError>(fn, what, ": tensor '", e.name, "' starts at data byte ", e.begin,
-                        " but the tensors before it end at ", reached,
-                        " (offsets must tile the data without overlap or gap)");
+      fail<FormatError>(fn, {what, ": tensor '", e.name, "' starts at data byte ", e.begin,
+                             " but the tensors before it end at ", reached,
+                             " (offsets must tile the data without overlap or gap)"});
     reached = e.end;
   }
   if (reached != data_bytes)
-    fail<FormatError>(fn, what, ": the tensors cover ", reached, " data bytes but the file has ",
-                      data_bytes);
+    fail<FormatError>(
+        fn, {what, ": the tensors cover ", reached, " data bytes but the file has ", data_bytes});
   return header;
 }
 

@@ -133,7 +133,7 @@ namespace detail {
 
 inline const AnyTensor& stored(const TensorFile& file, const std::string& name, const char* fn) {
   const auto it = file.tensors.find(name);
-  if (it == file.tensors.end()) fail<FormatError>(fn, "the file has no tensor '", name, "'");
+  if (it == file.tensors.end()) fail<FormatError>(fn, {"the file has no tensor '", name, "'"});
   return it->second;
 }
 
@@ -143,8 +143,8 @@ inline Tensor<index_t> stored_index(const TensorFile& file, const std::string& n
                                     const char* fn) {
   const AnyTensor& t = stored(file, name, fn);
   if (!t.holds<index_t>())
-    fail<FormatError>(fn, "tensor '", name, "' has dtype ", t.dtype(), "; expected ",
-                      dtype_name_of<index_t>);
+    fail<FormatError>(
+        fn, {"tensor '", name, "' has dtype ", t.dtype(), "; expected ", dtype_name_of<index_t>});
   return t.get<index_t>(fn);
 }
 
@@ -157,8 +157,8 @@ TBATCH_INLINE void put_batch(TensorFile& file, const std::string& name, const ch
   for (const std::string& part : parts) {
     if (file.tensors.count(part) == 0) continue;
     if (!replaces_batch)
-      fail<ValueError>("io::put", "the file already holds a tensor '", part,
-                       "' that is not part of a batch '", name, "'");
+      fail<ValueError>("io::put", {"the file already holds a tensor '", part,
+                                   "' that is not part of a batch '", name, "'"});
     file.tensors.erase(part);
   }
   file.tensors.insert_or_assign(name, data);
@@ -174,14 +174,14 @@ TBATCH_INLINE StoredBatch stored_batch(const TensorFile& file, const std::string
   const char* fn = "io::get";
   const auto stored_layout = file.metadata.find(name + ".layout");
   if (stored_layout == file.metadata.end())
-    fail<FormatError>(fn, "the file has no batch '", name, "' (no metadata entry '", name,
-                      ".layout')");
+    fail<FormatError>(
+        fn, {"the file has no batch '", name, "' (no metadata entry '", name, ".layout')"});
   if (stored_layout->second != layout)
-    fail<TypeError>(fn, "batch '", name, "' is stored ", stored_layout->second, ", not ", layout);
+    fail<TypeError>(fn, {"batch '", name, "' is stored ", stored_layout->second, ", not ", layout});
   StoredBatch out{stored(file, name, fn), {}, {}};
   if (out.data.dtype() != dtype)
-    fail<TypeError>(fn, "tensor '", name, "' has dtype ", out.data.dtype(), ", not the requested ",
-                    dtype_name(dtype));
+    fail<TypeError>(fn, {"tensor '", name, "' has dtype ", out.data.dtype(), ", not the requested ",
+                         dtype_name(dtype)});
   const std::string_view kind = layout;
   if (kind != "exact") out.shape_per_tensor = stored_index(file, name + ".shape_per_tensor", fn);
   if (kind == "packed") out.first_idx = stored_index(file, name + ".first_idx", fn);
@@ -197,15 +197,15 @@ inline nlohmann::json structure_of(const TensorDict& td, const std::string& pref
   nlohmann::json dicts = nlohmann::json::object();
   for (const std::string& key : td.keys()) {
     if (key.find('.') != std::string::npos)
-      fail<ValueError>(fn, "key '", prefix, key,
-                       "' contains '.', which joins nested keys in the file; rename it");
+      fail<ValueError>(fn, {"key '", prefix, key,
+                            "' contains '.', which joins nested keys in the file; rename it"});
     keys.push_back(key);
     if (td.is_dict(key)) {
       dicts[key] = structure_of(td.get_dict(key), prefix + key + ".", file, fn);
       continue;
     }
     if (!file.tensors.emplace(prefix + key, td.get_any(key)).second)
-      fail<ValueError>(fn, "the file already holds a tensor '", prefix, key, "'");
+      fail<ValueError>(fn, {"the file already holds a tensor '", prefix, key, "'"});
   }
   return {{"batch_size", std::vector<index_t>(td.batch_size().begin(), td.batch_size().end())},
           {"names", names},
@@ -231,8 +231,8 @@ inline constexpr int max_dict_depth = 64;
 inline TensorDict dict_of(const nlohmann::json& structure, const std::string& prefix,
                           const TensorFile& file, const char* fn, int depth = 0) {
   auto bad = [&](const char* why) {
-    fail<FormatError>(fn, "the TensorDict structure in the metadata ", why,
-                      prefix.empty() ? "" : " (at '", prefix, prefix.empty() ? "" : "')");
+    fail<FormatError>(fn, {"the TensorDict structure in the metadata ", why,
+                           prefix.empty() ? "" : " (at '", prefix, prefix.empty() ? "" : "')"});
   };
   if (depth > max_dict_depth) bad("nests TensorDicts deeper than 64");
   if (!structure.is_object() || !structure.contains("batch_size") ||
@@ -275,12 +275,13 @@ inline nlohmann::json structure_in(const TensorFile& file, const char* key, cons
                                    const char* fn) {
   const auto entry = file.metadata.find(key);
   if (entry == file.metadata.end())
-    fail<FormatError>(fn, "the file has no ", what, " (no metadata entry '", key, "')");
+    fail<FormatError>(fn, {"the file has no ", what, " (no metadata entry '", key, "')"});
   if (nests_deeper(entry->second.data(), entry->second.size(), max_json_depth))
-    fail<FormatError>(fn, "the metadata entry '", key, "' nests JSON deeper than ", max_json_depth,
-                      " levels");
+    fail<FormatError>(
+        fn, {"the metadata entry '", key, "' nests JSON deeper than ", max_json_depth, " levels"});
   nlohmann::json structure = nlohmann::json::parse(entry->second, nullptr, false);
-  if (structure.is_discarded()) fail<FormatError>(fn, "the metadata entry '", key, "' is not JSON");
+  if (structure.is_discarded())
+    fail<FormatError>(fn, {"the metadata entry '", key, "' is not JSON"});
   return structure;
 }
 
@@ -292,7 +293,7 @@ inline constexpr const char* dict_structure_key = "tbatch.tensordict";
 TBATCH_INLINE void put(TensorFile& file, const TensorDict& td) {
   const char* fn = "io::put";
   if (file.metadata.count(detail::dict_structure_key) > 0)
-    tbatch::detail::fail<ValueError>(fn, "the file holds a TensorDict already (one per file)");
+    tbatch::detail::fail<ValueError>(fn, {"the file holds a TensorDict already (one per file)"});
   TensorFile staged = file;  // all or nothing
   staged.metadata.insert_or_assign(detail::dict_structure_key,
                                    detail::structure_of(td, "", staged, fn).dump());
@@ -330,8 +331,8 @@ inline nlohmann::json structure_of(const Stored& r, RaggedLayout layout, const s
   nlohmann::json items = nlohmann::json::array();
   for (const Stored::Item& item : r.items) {
     if (item.key.find('.') != std::string::npos)
-      fail<ValueError>(fn, "key '", prefix, item.key,
-                       "' contains '.', which joins nested keys in the file; rename it");
+      fail<ValueError>(fn, {"key '", prefix, item.key,
+                            "' contains '.', which joins nested keys in the file; rename it"});
     const std::string name = prefix + item.key;
     if (item.dict) {
       items.push_back(
@@ -341,7 +342,7 @@ inline nlohmann::json structure_of(const Stored& r, RaggedLayout layout, const s
     const RaggedTensorDict::StoredEntry& entry = *item.tensor;
     auto store = [&](const std::string& tensor_name, const AnyTensor& t) {
       if (!file.tensors.emplace(tensor_name, t).second)
-        fail<ValueError>(fn, "the file already holds a tensor '", tensor_name, "'");
+        fail<ValueError>(fn, {"the file already holds a tensor '", tensor_name, "'"});
     };
     store(name, entry.data);
     if (entry.ragged) store(name + ".shape_per_tensor", AnyTensor(entry.shape_per_tensor));
@@ -359,8 +360,8 @@ inline nlohmann::json structure_of(const Stored& r, RaggedLayout layout, const s
 /// FormatError "<fn>: the RaggedTensorDict structure in the metadata <why> (at '<prefix>')".
 template <class... Why>
 [[noreturn]] void bad_structure(const char* fn, const std::string& prefix, const Why&... why) {
-  fail<FormatError>(fn, "the RaggedTensorDict structure in the metadata ", why...,
-                    prefix.empty() ? "" : " (at '", prefix, prefix.empty() ? "" : "')");
+  fail<FormatError>(fn, {"the RaggedTensorDict structure in the metadata ", why...,
+                         prefix.empty() ? "" : " (at '", prefix, prefix.empty() ? "" : "')"});
 }
 
 /// The stored RaggedTensorDict that `structure` describes, its tensors taken from `file`:
@@ -425,7 +426,7 @@ TBATCH_INLINE void put(TensorFile& file, const RaggedTensorDict& ragged) {
   const char* fn = "io::put";
   if (file.metadata.count(detail::ragged_structure_key) > 0)
     tbatch::detail::fail<ValueError>(fn,
-                                     "the file holds a RaggedTensorDict already (one per file)");
+                                     {"the file holds a RaggedTensorDict already (one per file)"});
   TensorFile staged = file;  // all or nothing
   nlohmann::json structure = detail::structure_of(ragged.stored(), ragged.layout(), "", staged, fn);
   structure["layout"] = ragged.layout() == RaggedLayout::packed ? "packed" : "padded";
@@ -439,8 +440,8 @@ TBATCH_INLINE RaggedTensorDict get_ragged_tensordict(const TensorFile& file) {
       detail::structure_in(file, detail::ragged_structure_key, "RaggedTensorDict", fn);
   if (!structure.is_object() || !structure.contains("layout") || !structure["layout"].is_string() ||
       (structure["layout"] != "padded" && structure["layout"] != "packed"))
-    tbatch::detail::fail<FormatError>(fn, "the metadata entry '", detail::ragged_structure_key,
-                                      "' is not a RaggedTensorDict structure");
+    tbatch::detail::fail<FormatError>(fn, {"the metadata entry '", detail::ragged_structure_key,
+                                           "' is not a RaggedTensorDict structure"});
   const RaggedLayout layout =
       structure["layout"] == "packed" ? RaggedLayout::packed : RaggedLayout::padded;
   return RaggedTensorDict::from_stored(detail::stored_of(structure, "", layout, file, fn, 0),

@@ -60,12 +60,13 @@ void check_operand(const char* function, const StridedView<const T>& b, const ch
       const T v = b.element_pointer()[offset];
       if (!bad(v)) continue;
       if constexpr (Op == BinaryOp::div)
-        fail<ValueError>(function, "integer division by zero: the divisor ", name,
-                         " is 0 at position ", listed(position), " (", dtype_name_of<T>, ")");
+        fail<ValueError>(function,
+                         {"integer division by zero: the divisor ", name, " is 0 at position ",
+                          listed(position), " (", dtype_name_of<T>, ")"});
       else
-        fail<ValueError>(function, "integer power with a negative exponent: ", name, " is ",
-                         widen(v), " at position ", listed(position), " (", dtype_name_of<T>,
-                         "; cast to a floating type first)");
+        fail<ValueError>(function, {"integer power with a negative exponent: ", name, " is ",
+                                    widen(v), " at position ", listed(position), " (",
+                                    dtype_name_of<T>, "; cast to a floating type first)"});
     }
   }
 }

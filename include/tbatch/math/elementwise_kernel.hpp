@@ -201,7 +201,7 @@ void dispatch_enum(E op, Fn&& fn, const char* function) {
     return ((value == I ? (fn(std::integral_constant<E, E(I)>{}), true) : false) || ...);
   }
   (std::make_integer_sequence<int, Count>{});
-  if (!found) fail<ValueError>(function, "operation code ", value, " is not one tbatch defines");
+  if (!found) fail<ValueError>(function, {"operation code ", value, " is not one tbatch defines"});
 }
 
 TBATCH_INLINE void binary_raw(BinaryOp op, const RawView& a, const RawView& b, const RawView& out) {
@@ -213,8 +213,8 @@ TBATCH_INLINE void binary_raw(BinaryOp op, const RawView& a, const RawView& b, c
             binary_views<Op, T>(typed_view<const T>(a), typed_view<const T>(b),
                                 typed_view<BinaryResult<Op, T>>(out));
           else
-            fail<TypeError>("elementwise", "operation ", int(Op), " is not defined on ",
-                            dtype_name_of<T>);
+            fail<TypeError>("elementwise",
+                            {"operation ", int(Op), " is not defined on ", dtype_name_of<T>});
         },
         "elementwise");
   });
@@ -229,8 +229,8 @@ TBATCH_INLINE void unary_raw(UnaryOp op, const RawView& x, const RawView& out, c
             unary_views<Op, T>(typed_view<const T>(x), typed_view<T>(out),
                                *static_cast<const UnaryParams<T>*>(params));
           else
-            fail<TypeError>("elementwise", "operation ", int(Op), " is not defined on ",
-                            dtype_name_of<T>);
+            fail<TypeError>("elementwise",
+                            {"operation ", int(Op), " is not defined on ", dtype_name_of<T>});
         },
         "elementwise");
   });
@@ -246,8 +246,8 @@ TBATCH_INLINE void binary_blocks_raw(BinaryOp op, DType dtype, const RowBlocks<3
             binary_blocks<Op, T>(blocks, static_cast<BinaryResult<Op, T>*>(out),
                                  static_cast<const T*>(a), static_cast<const T*>(b));
           else
-            fail<TypeError>("elementwise", "operation ", int(Op), " is not defined on ",
-                            dtype_name_of<T>);
+            fail<TypeError>("elementwise",
+                            {"operation ", int(Op), " is not defined on ", dtype_name_of<T>});
         },
         "elementwise");
   });
@@ -263,8 +263,8 @@ TBATCH_INLINE void unary_blocks_raw(UnaryOp op, DType dtype, const RowBlocks<2>&
             unary_blocks<Op, T>(blocks, static_cast<T*>(out), static_cast<const T*>(x),
                                 *static_cast<const UnaryParams<T>*>(params));
           else
-            fail<TypeError>("elementwise", "operation ", int(Op), " is not defined on ",
-                            dtype_name_of<T>);
+            fail<TypeError>("elementwise",
+                            {"operation ", int(Op), " is not defined on ", dtype_name_of<T>});
         },
         "elementwise");
   });

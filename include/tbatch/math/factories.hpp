@@ -57,18 +57,18 @@ Tensor<T> arange(ScalarOf<T> start, ScalarOf<T> end, ScalarOf<T> step = ScalarOf
   if constexpr (FloatingElement<T>)
     if (!std::isfinite(double(start)) || !std::isfinite(double(end)) ||
         !std::isfinite(double(step)))
-      detail::fail<ValueError>(function, "start ", start, ", end ", end, " and step ", step,
-                               " must be finite");
-  if (step == C(0)) detail::fail<ValueError>(function, "step must not be 0");
+      detail::fail<ValueError>(
+          function, {"start ", start, ", end ", end, " and step ", step, " must be finite"});
+  if (step == C(0)) detail::fail<ValueError>(function, {"step must not be 0"});
   if ((step > C(0) && end < start) || (step < C(0) && start < end))
-    detail::fail<ValueError>(function, "step ", detail::widen(step), " goes away from end ",
-                             detail::widen(end), " (start ", detail::widen(start), ")");
+    detail::fail<ValueError>(function, {"step ", detail::widen(step), " goes away from end ",
+                                        detail::widen(end), " (start ", detail::widen(start), ")"});
   Tensor<T> out;
   if constexpr (FloatingElement<T>) {
     const double count = std::ceil((double(end) - double(start)) / double(step));
     if (!(count < 9.2e18))
-      detail::fail<ShapeError>(function, "the range from ", start, " to ", end, " by ", step,
-                               " has too many elements");
+      detail::fail<ShapeError>(function, {"the range from ", start, " to ", end, " by ", step,
+                                          " has too many elements"});
     out = Tensor<T>::empty(Shape{static_cast<index_t>(count)});
     for (index_t i = 0; i < out.numel(); ++i)
       out.data()[i] = static_cast<T>(double(start) + double(i) * double(step));

@@ -150,8 +150,8 @@ TBATCH_INLINE void grouped_matmul_raw(DType dtype, const void* a, const void* b,
       grouped_matmul<C>(static_cast<const C*>(a), static_cast<const C*>(b), static_cast<C*>(out),
                         p);
     else
-      fail<TypeError>("bmm", "computes in float, double, int32, uint32 or int64, got ",
-                      dtype_name_of<C>);
+      fail<TypeError>(
+          "bmm", {"computes in float, double, int32, uint32 or int64, got ", dtype_name_of<C>});
   });
 }
 

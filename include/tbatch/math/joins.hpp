@@ -22,12 +22,13 @@ namespace tbatch {
 /// tensor whose shape differs, IndexError for a dim out of range.
 template <Element T>
 Tensor<T> stack(const std::vector<Tensor<T>>& list, index_t dim = 0) {
-  if (list.empty()) detail::fail<ValueError>("stack", "needs at least one tensor, got none");
+  if (list.empty()) detail::fail<ValueError>("stack", {"needs at least one tensor, got none"});
   const Shape& shape = list.front().shape();
   for (std::size_t i = 1; i < list.size(); ++i)
     if (!(list[i].shape() == shape))
-      detail::fail<ShapeError>("stack", "tensor ", i, " has shape ", list[i].shape(),
-                               " but tensor 0 has shape ", shape, "; stack needs equal shapes");
+      detail::fail<ShapeError>(
+          "stack", {"tensor ", i, " has shape ", list[i].shape(), " but tensor 0 has shape ", shape,
+                    "; stack needs equal shapes"});
   const index_t d = layout::normalize_dim(dim, index_t(shape.size()) + 1, "stack");
   Shape out_shape = shape;
   out_shape.insert(d, index_t(list.size()));
@@ -43,7 +44,7 @@ Tensor<T> stack(const std::vector<Tensor<T>>& list, index_t dim = 0) {
 /// ShapeError naming the first tensor that does not fit, IndexError for a dim out of range.
 template <Element T>
 Tensor<T> cat(const std::vector<Tensor<T>>& list, index_t dim = 0) {
-  if (list.empty()) detail::fail<ValueError>("cat", "needs at least one tensor, got none");
+  if (list.empty()) detail::fail<ValueError>("cat", {"needs at least one tensor, got none"});
   auto skipped = [](const Tensor<T>& t) { return t.shape() == Shape{0}; };
   std::size_t first = 0;
   while (first < list.size() && skipped(list[first]))
@@ -60,8 +61,9 @@ Tensor<T> cat(const std::vector<Tensor<T>>& list, index_t dim = 0) {
     for (std::size_t k = 0; fits && k < s.size(); ++k)
       fits = index_t(k) == d || s[k] == shape[k];
     if (!fits)
-      detail::fail<ShapeError>("cat", "tensor ", i, " has shape ", s, " but tensor ", first,
-                               " has shape ", shape, "; they may differ in dim ", d, " only");
+      detail::fail<ShapeError>(
+          "cat", {"tensor ", i, " has shape ", s, " but tensor ", first, " has shape ", shape,
+                  "; they may differ in dim ", d, " only"});
     out_shape.set(d, out_shape[d] + s[d]);
   }
   Tensor<T> out = Tensor<T>::empty(std::move(out_shape));
@@ -84,12 +86,13 @@ std::vector<Tensor<T>> split(const Tensor<T>& x, const std::vector<index_t>& siz
   index_t total = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 0)
-      detail::fail<ValueError>("split", "size ", i, " is ", sizes[i], "; sizes must be >= 0");
+      detail::fail<ValueError>("split", {"size ", i, " is ", sizes[i], "; sizes must be >= 0"});
     total += sizes[i];
   }
   if (total != x.size(d))
-    detail::fail<ShapeError>("split", "sizes ", detail::listed(sizes), " add up to ", total,
-                             " but dim ", d, " of shape ", x.shape(), " has ", x.size(d));
+    detail::fail<ShapeError>("split",
+                             {"sizes ", detail::listed(sizes), " add up to ", total, " but dim ", d,
+                              " of shape ", x.shape(), " has ", x.size(d)});
   std::vector<Tensor<T>> parts;
   parts.reserve(sizes.size());
   index_t offset = 0;
@@ -105,7 +108,7 @@ template <Element T, std::integral I>
 std::vector<Tensor<T>> split(const Tensor<T>& x, I split_size, index_t dim = 0) {
   const index_t d = layout::normalize_dim(dim, x.dim(), "split");
   const auto size = static_cast<index_t>(split_size);
-  if (size < 1) detail::fail<ValueError>("split", "split_size ", size, " must be >= 1");
+  if (size < 1) detail::fail<ValueError>("split", {"split_size ", size, " must be >= 1"});
   const index_t n = x.size(d);
   std::vector<index_t> sizes;
   for (index_t offset = 0; offset < n; offset += size)
@@ -119,7 +122,7 @@ std::vector<Tensor<T>> split(const Tensor<T>& x, I split_size, index_t dim = 0) 
 /// ValueError for chunks below 1.
 template <Element T>
 std::vector<Tensor<T>> chunk(const Tensor<T>& x, index_t chunks, index_t dim = 0) {
-  if (chunks < 1) detail::fail<ValueError>("chunk", "chunks ", chunks, " must be >= 1");
+  if (chunks < 1) detail::fail<ValueError>("chunk", {"chunks ", chunks, " must be >= 1"});
   const index_t d = layout::normalize_dim(dim, x.dim(), "chunk");
   const index_t n = x.size(d);
   if (n == 0) return split(x, std::vector<index_t>(static_cast<std::size_t>(chunks), 0), d);

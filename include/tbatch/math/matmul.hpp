@@ -131,13 +131,14 @@ template <ArithmeticElement T>
 Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
   using C = detail::ProductType<T>;
   if (a.dim() == 0 || b.dim() == 0)
-    detail::fail<ShapeError>("matmul", "needs operands of at least 1 dim, got shapes ", a.shape(),
-                             " and ", b.shape());
+    detail::fail<ShapeError>(
+        "matmul", {"needs operands of at least 1 dim, got shapes ", a.shape(), " and ", b.shape()});
   const Tensor<T> a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
   const Tensor<T> b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
   if (a2.size(-1) != b2.size(-2))
-    detail::fail<ShapeError>("matmul", "shapes ", a.shape(), " and ", b.shape(),
-                             " cannot be multiplied (", a2.size(-1), " vs ", b2.size(-2), ")");
+    detail::fail<ShapeError>(
+        "matmul", {"shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", a2.size(-1),
+                   " vs ", b2.size(-2), ")"});
   const Shape batch =
       layout::broadcast_shapes(Shape(a2.shape().begin(), a2.shape().end() - 2),
                                Shape(b2.shape().begin(), b2.shape().end() - 2), "matmul");
@@ -178,8 +179,8 @@ TBATCH_INLINE void matmul_raw(const RawView& a, const RawView& b, const RawView&
     if constexpr (std::is_same_v<C, ProductType<C>>)
       matmul_views<C>(typed_view<const C>(a), typed_view<const C>(b), typed_view<C>(out));
     else
-      fail<TypeError>("matmul", "computes in float, double, int32, uint32 or int64, got ",
-                      dtype_name_of<C>);
+      fail<TypeError>(
+          "matmul", {"computes in float, double, int32, uint32 or int64, got ", dtype_name_of<C>});
   });
 }
 

@@ -364,8 +364,8 @@ TBATCH_INLINE void reduce_blocks_raw(Reduction op, DType dtype, const RowBlocks<
             reduce_blocks<R, T>(blocks, static_cast<AccumulatorOf<R, T>*>(acc),
                                 static_cast<const T*>(x));
           else
-            fail<TypeError>("reduce", "reduction ", int(R), " is not defined on ",
-                            dtype_name_of<T>);
+            fail<TypeError>("reduce",
+                            {"reduction ", int(R), " is not defined on ", dtype_name_of<T>});
         },
         "reduce");
   });
@@ -379,8 +379,8 @@ TBATCH_INLINE void reduce_raw(Reduction op, const RawView& x, const RawView& acc
           if constexpr (reduction_accepts<R, T>())
             reduce_views<R, T>(typed_view<const T>(x), typed_view<AccumulatorOf<R, T>>(acc));
           else
-            fail<TypeError>("reduce", "reduction ", int(R), " is not defined on ",
-                            dtype_name_of<T>);
+            fail<TypeError>("reduce",
+                            {"reduction ", int(R), " is not defined on ", dtype_name_of<T>});
         },
         "reduce");
   });
@@ -392,7 +392,7 @@ TBATCH_INLINE void sum_exp_raw(const RawView& x, const RawView& shift, const Raw
       sum_exp_views<T>(typed_view<const T>(x), typed_view<const ComputeType<T>>(shift),
                        typed_view<ComputeType<T>>(acc));
     else
-      fail<TypeError>("logsumexp", "needs a floating dtype, got ", dtype_name_of<T>);
+      fail<TypeError>("logsumexp", {"needs a floating dtype, got ", dtype_name_of<T>});
   });
 }
 
@@ -410,7 +410,7 @@ TBATCH_INLINE void cumulate_raw(const RawView& out, const RawView& previous) {
                   std::is_same_v<A, std::int64_t>)
       cumulate_views<A>(typed_view<A>(out), typed_view<const A>(previous));
     else
-      fail<TypeError>("cumsum", "accumulates in float, double or int64, got ", dtype_name_of<A>);
+      fail<TypeError>("cumsum", {"accumulates in float, double or int64, got ", dtype_name_of<A>});
   });
 }
 

@@ -243,14 +243,15 @@ TBATCH_INLINE detail::ReducedShape detail::reduced_shape(const Shape& shape,
   std::vector<bool> reduced(shape.size(), dims == nullptr);
   if (dims != nullptr) {
     if (dims->empty())
-      fail<ValueError>(function, "dims is empty; call ", function,
-                       "(x) without dims to reduce every dim");
+      fail<ValueError>(function,
+                       {"dims is empty; call ", function, "(x) without dims to reduce every dim"});
     for (index_t dim : *dims) {
       // A 0-d tensor has no dims; torch accepts 0 and -1 for it and reduces nothing.
       const index_t d = layout::normalize_dim(dim, std::max<index_t>(rank, 1), function);
       if (rank == 0) continue;
       if (reduced[static_cast<std::size_t>(d)])
-        fail<ValueError>(function, "dim ", dim, " appears more than once in dims ", listed(*dims));
+        fail<ValueError>(function,
+                         {"dim ", dim, " appears more than once in dims ", listed(*dims)});
       reduced[static_cast<std::size_t>(d)] = true;
     }
   }
@@ -271,8 +272,8 @@ TBATCH_INLINE detail::ReducedShape detail::reduced_shape(const Shape& shape,
 TBATCH_INLINE void detail::require_extreme(const ReducedShape& r, const Shape& shape,
                                            const char* function) {
   if (r.empty_dim >= 0)
-    fail<ShapeError>(function, "cannot reduce over dim ", r.empty_dim, " of size 0 (shape ", shape,
-                     "): an empty set has no extreme value");
+    fail<ShapeError>(function, {"cannot reduce over dim ", r.empty_dim, " of size 0 (shape ", shape,
+                                "): an empty set has no extreme value"});
 }
 
 #endif  // TBATCH_DEFINITIONS

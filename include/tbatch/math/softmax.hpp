@@ -279,7 +279,7 @@ TBATCH_INLINE void softmax_raw(bool log, const RawView& x, const RawView& out, i
     if constexpr (FloatingElement<T>)
       softmax_views<T>(log, typed_view<const T>(x), typed_view<T>(out), dim);
     else
-      fail<TypeError>("softmax", "needs a floating dtype, got ", dtype_name_of<T>);
+      fail<TypeError>("softmax", {"needs a floating dtype, got ", dtype_name_of<T>});
   });
 }
 
@@ -289,7 +289,7 @@ TBATCH_INLINE void softmax_blocks_raw(bool log, DType dtype, const void* x, void
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
       softmax_blocks<T>(log, static_cast<const T*>(x), static_cast<T*>(out), blocks);
     else
-      fail<TypeError>("softmax", "blocks of float or double, got ", dtype_name_of<T>);
+      fail<TypeError>("softmax", {"blocks of float or double, got ", dtype_name_of<T>});
   });
 }
 

@@ -136,19 +136,18 @@ TBATCH_INLINE std::pair<int, int> communicator_shape(MPI_Comm comm, const char* 
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   if (!initialized)
-    fail<ValueError>(function, "MPI is not initialized; call MPI_Init before tbatch::mpi");
+    fail<ValueError>(function, {"MPI is not initialized; call MPI_Init before tbatch::mpi"});
   MPI_Finalized(&finalized);
-  if (finalized) fail<ValueError>(function, "MPI is already finalized");
+  if (finalized) fail<ValueError>(function, {"MPI is already finalized"});
   if (comm == MPI_COMM_NULL)
     fail<ValueError>(function,
-                     "the communicator is MPI_COMM_NULL; expected an intracommunicator this "
-                     "process belongs to");
+                     {"the communicator is MPI_COMM_NULL; expected an intracommunicator this "
+                      "process belongs to"});
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(comm, &inter), function, "MPI_Comm_test_inter");
   if (inter)
-    fail<ValueError>(function,
-                     "the communicator is an intercommunicator; expected an "
-                     "intracommunicator");
+    fail<ValueError>(function, {"the communicator is an intercommunicator; expected an "
+                                "intracommunicator"});
   int size = 0, rank = 0;
   check_mpi(MPI_Comm_size(comm, &size), function, "MPI_Comm_size");
   check_mpi(MPI_Comm_rank(comm, &rank), function, "MPI_Comm_rank");
@@ -214,9 +213,9 @@ TBATCH_INLINE Agreement agree(MPI_Comm comm, Collective collective, const char* 
 
   for (int r = 1; r < a.size; ++r)
     if (all(r).collective != all(0).collective)
-      fail<ValueError>(function, "rank ", r, " called ", collective_name(all(r).collective),
-                       " but rank 0 called ", collective_name(all(0).collective),
-                       "; every rank of the communicator must make the same call");
+      fail<ValueError>(function, {"rank ", r, " called ", collective_name(all(r).collective),
+                                  " but rank 0 called ", collective_name(all(0).collective),
+                                  "; every rank of the communicator must make the same call"});
 
   for (int r = 0; r < a.size; ++r) {
     const Descriptor& d = all(r);
@@ -224,16 +223,16 @@ TBATCH_INLINE Agreement agree(MPI_Comm comm, Collective collective, const char* 
       case Problem::none:
         break;
       case Problem::destination_rank:
-        fail<ShapeError>(function, "rank ", r, "'s destination has ", d.problem_value,
-                         " dims; expected a 1-d tensor of one rank per element");
+        fail<ShapeError>(function, {"rank ", r, "'s destination has ", d.problem_value,
+                                    " dims; expected a 1-d tensor of one rank per element"});
       case Problem::destination_length:
-        fail<ShapeError>(function, "rank ", r, "'s destination has ", d.problem_value,
-                         " entries but its batch has ", d.batch,
-                         " elements; expected one destination rank per element");
+        fail<ShapeError>(function, {"rank ", r, "'s destination has ", d.problem_value,
+                                    " entries but its batch has ", d.batch,
+                                    " elements; expected one destination rank per element"});
       case Problem::destination_value:
-        fail<IndexError>(function, "rank ", r, "'s destination[", d.problem_index,
-                         "] = ", d.problem_value, " is out of range for a communicator of ", a.size,
-                         " ranks (expected 0 to ", a.size - 1, ")");
+        fail<IndexError>(function, {"rank ", r, "'s destination[", d.problem_index, "] = ",
+                                    d.problem_value, " is out of range for a communicator of ",
+                                    a.size, " ranks (expected 0 to ", a.size - 1, ")"});
     }
   }
 
@@ -242,20 +241,21 @@ TBATCH_INLINE Agreement agree(MPI_Comm comm, Collective collective, const char* 
   if (rooted) {
     for (int r = 1; r < a.size; ++r)
       if (all(r).root != all(0).root)
-        fail<ValueError>(function, "rank ", r, " passed root ", all(r).root,
-                         " but rank 0 passed root ", all(0).root,
-                         "; every rank must pass the same root");
+        fail<ValueError>(function,
+                         {"rank ", r, " passed root ", all(r).root, " but rank 0 passed root ",
+                          all(0).root, "; every rank must pass the same root"});
     if (root < 0 || root >= a.size)
-      fail<IndexError>(function, "root ", root, " is out of range for a communicator of ", a.size,
-                       " ranks (expected 0 to ", a.size - 1, ")");
+      fail<IndexError>(function, {"root ", root, " is out of range for a communicator of ", a.size,
+                                  " ranks (expected 0 to ", a.size - 1, ")"});
   }
 
   const int dtype_reference = rooted ? root : 0;
   for (int r = 0; r < a.size; ++r)
     if (all(r).dtype != all(dtype_reference).dtype)
-      fail<TypeError>(function, "rank ", r, " has dtype ", dtype_text(all(r).dtype), " but rank ",
-                      dtype_reference, " has dtype ", dtype_text(all(dtype_reference).dtype),
-                      "; every rank must use the same element type");
+      fail<TypeError>(function,
+                      {"rank ", r, " has dtype ", dtype_text(all(r).dtype), " but rank ",
+                       dtype_reference, " has dtype ", dtype_text(all(dtype_reference).dtype),
+                       "; every rank must use the same element type"});
 
   int shape_reference = 0;
   if (collective == Collective::scatter_balanced) {
@@ -268,13 +268,14 @@ TBATCH_INLINE Agreement agree(MPI_Comm comm, Collective collective, const char* 
     for (int r = 0; r < a.size; ++r) {
       if (all(r).batch == 0) continue;
       if (all(r).element_rank != ref.element_rank)
-        fail<ShapeError>(function, "rank ", r, " has elements of rank ", all(r).element_rank,
-                         " but rank ", shape_reference, " has elements of rank ", ref.element_rank,
-                         "; every rank's elements must have the same rank");
+        fail<ShapeError>(function,
+                         {"rank ", r, " has elements of rank ", all(r).element_rank, " but rank ",
+                          shape_reference, " has elements of rank ", ref.element_rank,
+                          "; every rank's elements must have the same rank"});
       if (all(r).last_dim != ref.last_dim)
-        fail<ShapeError>(function, "rank ", r, " has last dim ", all(r).last_dim, " but rank ",
-                         shape_reference, " has last dim ", ref.last_dim,
-                         "; every rank's elements must share the last dim");
+        fail<ShapeError>(function, {"rank ", r, " has last dim ", all(r).last_dim, " but rank ",
+                                    shape_reference, " has last dim ", ref.last_dim,
+                                    "; every rank's elements must share the last dim"});
     }
   }
   a.element_rank = all(shape_reference).element_rank;

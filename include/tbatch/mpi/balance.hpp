@@ -97,7 +97,7 @@ using tbatch::detail::fail;
 
 TBATCH_INLINE int int_count(index_t value, const char* function, const char* what) {
   if (value > INT_MAX)
-    fail<ShapeError>(function, what, " ", value, " exceeds MPI's int count limit ", INT_MAX);
+    fail<ShapeError>(function, {what, " ", value, " exceeds MPI's int count limit ", INT_MAX});
   return static_cast<int>(value);
 }
 
@@ -109,13 +109,13 @@ TBATCH_INLINE Displacements displacements(const std::vector<index_t>& items, boo
   for (std::size_t r = 0; r < items.size(); ++r) {
     if (limited && items[r] > 0) {  // a rank with nothing to send needs no displacement
       if (items[r] > INT_MAX)
-        fail<ShapeError>(function, "rank ", r, " has ", items[r], " ", unit,
-                         " to exchange but MPI counts are int (at most ", INT_MAX,
-                         "); split the batch into smaller ones");
+        fail<ShapeError>(function, {"rank ", r, " has ", items[r], " ", unit,
+                                    " to exchange but MPI counts are int (at most ", INT_MAX,
+                                    "); split the batch into smaller ones"});
       if (d.total > INT_MAX)
-        fail<ShapeError>(function, "rank ", r, "'s ", unit, " would start at offset ", d.total,
-                         " but MPI displacements are int (at most ", INT_MAX, "); exchange fewer ",
-                         unit, " at once");
+        fail<ShapeError>(function, {"rank ", r, "'s ", unit, " would start at offset ", d.total,
+                                    " but MPI displacements are int (at most ", INT_MAX,
+                                    "); exchange fewer ", unit, " at once"});
       d.counts[r] = static_cast<int>(items[r]);
       d.displs[r] = static_cast<int>(d.total);
     }
@@ -127,8 +127,9 @@ TBATCH_INLINE Displacements displacements(const std::vector<index_t>& items, boo
 TBATCH_INLINE std::vector<index_t> balanced_boundaries(const index_t* first_idx, index_t batch,
                                                        int parts) {
   if (parts < 1 || batch < 0)
-    fail<ValueError>("mpi::balanced_boundaries", "cannot split a batch of ", batch,
-                     " elements into ", parts, " parts; expected at least 0 and 1");
+    fail<ValueError>("mpi::balanced_boundaries",
+                     {"cannot split a batch of ", batch, " elements into ", parts,
+                      " parts; expected at least 0 and 1"});
   __extension__ typedef __int128 wide;  // total_rows * parts may exceed 64 bits
   std::vector<index_t> bounds(static_cast<std::size_t>(parts) + 1, 0);
   bounds.back() = batch;

@@ -110,8 +110,8 @@ TBATCH_INLINE void check_mpi(int code, const char* function, const char* call) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
-  fail<Error>(function, call, " failed with MPI error code ", code, ": ",
-              std::string(text, static_cast<std::size_t>(length)));
+  fail<Error>(function, {call, " failed with MPI error code ", code, ": ",
+                         std::string(text, static_cast<std::size_t>(length))});
 }
 
 TBATCH_INLINE Datatype commit_owned(MPI_Datatype type, const char* function) {

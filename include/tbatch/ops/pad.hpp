@@ -73,8 +73,9 @@ void pad_into_words(const RawView& x, const std::vector<index_t>& pad, const Raw
   const std::vector<DimPad> pads = pads_from_flat(pad, x.layout.dim(), "pad_into", tensor_subject);
   const Shape expected = padded_shape(x.layout.shape, pads, mode, "pad_into");
   if (!(out.layout.shape == expected))
-    fail<ShapeError>("pad_into", "out has shape ", out.layout.shape, " but x of shape ",
-                     x.layout.shape, " padded by ", listed(pad), " has shape ", expected);
+    fail<ShapeError>("pad_into",
+                     {"out has shape ", out.layout.shape, " but x of shape ", x.layout.shape,
+                      " padded by ", listed(pad), " has shape ", expected});
   const StridedView<W> to = typed_view<W>(out);
   check_distinct_elements(to, "pad_into");
   StridedView<const W> from = typed_view<const W>(x);

@@ -43,8 +43,8 @@ TBATCH_INLINE void check_pad_mode(PadMode mode, const char* function);
 template <class T>
 void check_pad_value(PadMode mode, T value, const char* function) {
   if (mode != PadMode::constant && !(value == T(0)))
-    fail<ValueError>(function, "value ", widen(value), " is only used by mode constant; mode ",
-                     mode, " takes no value (leave it 0)");
+    fail<ValueError>(function, {"value ", widen(value), " is only used by mode constant; mode ",
+                                mode, " takes no value (leave it 0)"});
 }
 
 /// Per-dim pads (first dim first) from a flat list in torch order: (before, after) of the last
@@ -130,21 +130,23 @@ namespace detail {
 
 TBATCH_INLINE void check_pad_mode(PadMode mode, const char* function) {
   if (pad_mode_name(mode) == "invalid")
-    fail<ValueError>(function, "mode ", static_cast<int>(mode),
-                     " is not a PadMode; expected constant, reflect, replicate, circular or "
-                     "symmetric");
+    fail<ValueError>(function,
+                     {"mode ", static_cast<int>(mode),
+                      " is not a PadMode; expected constant, reflect, replicate, circular or "
+                      "symmetric"});
 }
 
 TBATCH_INLINE std::vector<DimPad> pads_from_flat(const std::vector<index_t>& flat, index_t rank,
                                                  const char* function, const char* subject) {
   if (flat.size() % 2 != 0)
-    fail<ValueError>(function, "pad ", listed(flat), " has odd length ", flat.size(),
-                     "; expected (before, after) pairs listed from the last dim backwards");
+    fail<ValueError>(function,
+                     {"pad ", listed(flat), " has odd length ", flat.size(),
+                      "; expected (before, after) pairs listed from the last dim backwards"});
   const index_t pairs = static_cast<index_t>(flat.size() / 2);
   if (pairs > rank)
-    fail<ShapeError>(function, "pad ", listed(flat), " holds ", pairs,
-                     " (before, after) pairs but ", subject, " rank ", rank, "; expected at most ",
-                     2 * rank, " values");
+    fail<ShapeError>(
+        function, {"pad ", listed(flat), " holds ", pairs, " (before, after) pairs but ", subject,
+                   " rank ", rank, "; expected at most ", 2 * rank, " values"});
   std::vector<DimPad> pads(static_cast<std::size_t>(rank));
   for (std::size_t k = 0; k < flat.size() / 2; ++k)
     pads[static_cast<std::size_t>(rank) - 1 - k] = DimPad{flat[2 * k], flat[2 * k + 1]};
@@ -156,8 +158,9 @@ TBATCH_INLINE std::vector<DimPad> pads_from_pairs(const std::vector<std::array<i
                                                   const char* subject) {
   if (pairs.empty()) return std::vector<DimPad>(static_cast<std::size_t>(rank));
   if (static_cast<index_t>(pairs.size()) != rank)
-    fail<ShapeError>(function, "got ", pairs.size(), " {before, after} pairs but ", subject,
-                     " rank ", rank, "; expected one pair per dim, first dim first, or none");
+    fail<ShapeError>(function,
+                     {"got ", pairs.size(), " {before, after} pairs but ", subject, " rank ", rank,
+                      "; expected one pair per dim, first dim first, or none"});
   std::vector<DimPad> pads;
   pads.reserve(pairs.size());
   for (const auto& pair : pairs)
@@ -176,20 +179,20 @@ TBATCH_INLINE Shape padded_shape(const Shape& shape, const std::vector<DimPad>& 
     checked_add(size, after, function);
     const index_t padded = checked_add(checked_add(size, before, function), after, function);
     if (padded < 0)
-      fail<ShapeError>(function, "padding (", before, ", ", after, ") at dim ", d, of,
-                       " would make its size ", size, " negative (", padded,
-                       "); crops may remove at most the whole dim");
+      fail<ShapeError>(
+          function, {"padding (", before, ", ", after, ") at dim ", d, of, " would make its size ",
+                     size, " negative (", padded, "); crops may remove at most the whole dim"});
     const bool grows = before > 0 || after > 0;
     const index_t widest = std::max(before, after);
     if (mode == PadMode::reflect && grows && widest >= size)
-      fail<ValueError>(function, "padding (", before, ", ", after, ") at dim ", d, of,
-                       " must be less than its size ", size, " for mode reflect");
+      fail<ValueError>(function, {"padding (", before, ", ", after, ") at dim ", d, of,
+                                  " must be less than its size ", size, " for mode reflect"});
     if ((mode == PadMode::symmetric || mode == PadMode::circular) && grows && widest > size)
-      fail<ValueError>(function, "padding (", before, ", ", after, ") at dim ", d, of,
-                       " must be at most its size ", size, " for mode ", mode);
+      fail<ValueError>(function, {"padding (", before, ", ", after, ") at dim ", d, of,
+                                  " must be at most its size ", size, " for mode ", mode});
     if (mode == PadMode::replicate && grows && size == 0)
-      fail<ValueError>(function, "padding (", before, ", ", after, ") at dim ", d, of,
-                       " needs a non-empty dim for mode replicate, but its size is 0");
+      fail<ValueError>(function, {"padding (", before, ", ", after, ") at dim ", d, of,
+                                  " needs a non-empty dim for mode replicate, but its size is 0"});
     out.push_back(padded);
   }
   return out;

@@ -231,14 +231,14 @@ T mean_of(T sum, index_t count) {
 /// ValueError unless `reduce` is one of the five enumerators.
 inline void check_reduce(const char* function, Reduce reduce) {
   if (reduce_name(reduce) == "invalid")
-    fail<ValueError>(function, "reduce ", static_cast<int>(reduce),
-                     " is not one of sum, prod, mean, amax, amin");
+    fail<ValueError>(function, {"reduce ", static_cast<int>(reduce),
+                                " is not one of sum, prod, mean, amax, amin"});
 }
 
 /// TypeError for reductions on bool (called only where T is bool).
 [[noreturn]] inline void fail_bool_reduction(const char* function, std::string_view what) {
-  fail<TypeError>(function, what,
-                  " is not defined for bool tensors; convert to an integer type first");
+  fail<TypeError>(function,
+                  {what, " is not defined for bool tensors; convert to an integer type first"});
 }
 
 }  // namespace detail

@@ -51,16 +51,18 @@ void scatter_elements_raw(const char* function, const BatchGeometry& geometry, c
     return shape;
   };
   if (element_index.dim() != 1)
-    fail<ShapeError>(function, "element_index must be 1-d, got shape ", element_index.shape());
+    fail<ShapeError>(function, {"element_index must be 1-d, got shape ", element_index.shape()});
   const index_t n = element_index.size(0);
   const bool flat_local = coords == 1 && local_index.dim() == 1;
   if (!(flat_local || local_index.shape() == Shape{n, coords}))
-    fail<ShapeError>(function, "local_index has shape ", local_index.shape(), " but ", n,
-                     " updates into elements of rank ", coords + 1, " need [", n, ", ", coords, "]",
-                     coords == 1 ? concat(" or [", n, "]") : std::string());
+    fail<ShapeError>(
+        function, {"local_index has shape ", local_index.shape(), " but ", n,
+                   " updates into elements of rank ", coords + 1, " need [", n, ", ", coords, "]",
+                   coords == 1 ? concat(" or [", n, "]") : std::string()});
   if (!(updates.layout.shape == Shape{n, last_dim}))
-    fail<ShapeError>(function, "updates has shape ", updates.layout.shape, " but ", n,
-                     " updates of rows of size ", last_dim, " need [", n, ", ", last_dim, "]");
+    fail<ShapeError>(function,
+                     {"updates has shape ", updates.layout.shape, " but ", n,
+                      " updates of rows of size ", last_dim, " need [", n, ", ", last_dim, "]"});
 
   // Each element's place, sizes and strides come from the metadata (the batch geometry), so the
   // cost is per update, never per element. The offset of each update's target row is found
@@ -78,18 +80,18 @@ void scatter_elements_raw(const char* function, const BatchGeometry& geometry, c
     for (index_t k = 0; k < n; ++k) {
       const index_t e = targets_in[k];
       if (e < 0 || e >= batch_size)
-        fail<IndexError>(function, "element_index[", k, "] = ", e,
-                         " is out of range for a batch of ", batch_size, " elements",
-                         expected_range(batch_size));
+        fail<IndexError>(function,
+                         {"element_index[", k, "] = ", e, " is out of range for a batch of ",
+                          batch_size, " elements", expected_range(batch_size)});
       index_t offset = data_offset + geometry.start(e);
       for (index_t c = 0; c < coords; ++c) {
         const index_t value = positions_in[k * coords + c], size = geometry.size(e, c);
         if (value < 0 || value >= size)
-          fail<IndexError>(
-              function,
-              flat_local ? concat("local_index[", k, "]") : concat("local_index[", k, ", ", c, "]"),
-              " = ", value, " is out of range for element ", e, ", whose dim ", c, " has size ",
-              size, " (element shape ", shape_of(e), ")", expected_range(size));
+          fail<IndexError>(function, {flat_local ? concat("local_index[", k, "]")
+                                                 : concat("local_index[", k, ", ", c, "]"),
+                                      " = ", value, " is out of range for element ", e,
+                                      ", whose dim ", c, " has size ", size, " (element shape ",
+                                      shape_of(e), ")", expected_range(size)});
         offset += value * geometry.stride(e, c);
       }
       row_offset[k] = offset;

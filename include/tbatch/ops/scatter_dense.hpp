@@ -51,17 +51,18 @@ void paddle_scatter_raw(const char* function, const RawView& x, const Tensor<ind
   if (x.dtype == DType::boolean && !overwrite)
     fail_bool_reduction(function, "overwrite=false (adding updates)");
   const Shape& x_shape = x.layout.shape;
-  if (x_shape.size() < 1) fail<ShapeError>(function, "x must have rank >= 1, got shape ", x_shape);
+  if (x_shape.size() < 1)
+    fail<ShapeError>(function, {"x must have rank >= 1, got shape ", x_shape});
   if (!(index.dim() <= 1 || (index.dim() == 2 && index.size(1) == 1)))
-    fail<ShapeError>(function, "index must be 0-d, 1-d or of shape [N, 1], got shape ",
-                     index.shape());
+    fail<ShapeError>(function,
+                     {"index must be 0-d, 1-d or of shape [N, 1], got shape ", index.shape()});
   const index_t n = index.numel();
   const Shape expected =
       index.dim() == 0 ? joined(Shape{}, x_shape, 1) : joined(Shape{n}, x_shape, 1);
   if (!(updates.layout.shape == expected))
-    fail<ShapeError>(function, "updates has shape ", updates.layout.shape, " but index of shape ",
-                     index.shape(), " and x of shape ", x_shape, " need ", expected,
-                     " (the index count followed by x.shape[1:])");
+    fail<ShapeError>(function, {"updates has shape ", updates.layout.shape, " but index of shape ",
+                                index.shape(), " and x of shape ", x_shape, " need ", expected,
+                                " (the index count followed by x.shape[1:])"});
   check_index_range(function, "index", index, x_shape[0], "dim 0 of x");
 
   const StridedView<T> target = typed_view<T>(x);
@@ -90,19 +91,19 @@ void scatter_nd_add_raw(const char* function, const RawView& x, const Tensor<ind
   const index_t rank = x.layout.dim();
   if (index.dim() < 1)
     fail<ShapeError>(function,
-                     "index must have rank >= 1 (its last dim holds the coordinates), got "
-                     "shape ",
-                     index.shape());
+                     {"index must have rank >= 1 (its last dim holds the coordinates), got "
+                      "shape ",
+                      index.shape()});
   const index_t q = index.size(-1);
   if (q > rank)
-    fail<ShapeError>(function, "index.shape[-1] = ", q, " exceeds the rank ", rank, " of x (shape ",
-                     x_shape, ")");
+    fail<ShapeError>(function, {"index.shape[-1] = ", q, " exceeds the rank ", rank,
+                                " of x (shape ", x_shape, ")"});
   const Shape leading(index.shape().begin(), index.shape().end() - 1);
   const Shape expected = joined(leading, x_shape, static_cast<std::size_t>(q));
   if (!(updates.layout.shape == expected))
-    fail<ShapeError>(function, "updates has shape ", updates.layout.shape, " but index of shape ",
-                     index.shape(), " and x of shape ", x_shape, " need ", expected,
-                     " (index.shape[:-1] + x.shape[", q, ":])");
+    fail<ShapeError>(function, {"updates has shape ", updates.layout.shape, " but index of shape ",
+                                index.shape(), " and x of shape ", x_shape, " need ", expected,
+                                " (index.shape[:-1] + x.shape[", q, ":])"});
   for (index_t c = 0; c < q; ++c) {
     if (all_within(index.view().select(-1, c), x_shape[c])) continue;
     fail_first_out_of_range(
@@ -155,20 +156,21 @@ void scatter_reduce_raw(const char* function, const RawView& self_raw, index_t d
     const Tensor<index_t> index = nonempty_dims(index_tensor);
     const StridedView<const T> src = nonempty_dims(typed_view<const T>(src_raw));
     if (index.dim() != self.dim() || src.dim() != self.dim())
-      fail<ShapeError>(function, "self, index and src must have the same number of dims, got ",
-                       self_raw.layout.dim(), ", ", index_tensor.dim(), " and ",
-                       src_raw.layout.dim(), " (shapes ", self_raw.layout.shape, ", ",
-                       index_tensor.shape(), ", ", src_raw.layout.shape, ")");
+      fail<ShapeError>(function, {"self, index and src must have the same number of dims, got ",
+                                  self_raw.layout.dim(), ", ", index_tensor.dim(), " and ",
+                                  src_raw.layout.dim(), " (shapes ", self_raw.layout.shape, ", ",
+                                  index_tensor.shape(), ", ", src_raw.layout.shape, ")"});
     const index_t d = layout::normalize_dim(dim, self.dim(), function);
     for (index_t k = 0; k < self.dim(); ++k) {
       if (index.size(k) > src.size(k))
-        fail<ShapeError>(function, "index has size ", index.size(k), " at dim ", k,
-                         ", larger than src's ", src.size(k), " (index shape ", index.shape(),
-                         ", src shape ", src.shape(), ")");
+        fail<ShapeError>(function, {"index has size ", index.size(k), " at dim ", k,
+                                    ", larger than src's ", src.size(k), " (index shape ",
+                                    index.shape(), ", src shape ", src.shape(), ")"});
       if (k != d && index.size(k) > self.size(k))
-        fail<ShapeError>(function, "index has size ", index.size(k), " at dim ", k,
-                         ", larger than self's ", self.size(k), " (index shape ", index.shape(),
-                         ", self shape ", self.shape(), "; only dim ", d, " may be larger)");
+        fail<ShapeError>(
+            function, {"index has size ", index.size(k), " at dim ", k, ", larger than self's ",
+                       self.size(k), " (index shape ", index.shape(), ", self shape ", self.shape(),
+                       "; only dim ", d, " may be larger)"});
     }
     check_index_range(function, "index", index_tensor, self.size(d), concat("dim ", d, " of self"));
     check_distinct_elements(self, function, "self");
@@ -211,21 +213,22 @@ void index_add_raw(const char* function, const RawView& self_raw, index_t dim,
     const StridedView<T> self = nonempty_dims(typed_view<T>(self_raw));
     const StridedView<const T> source = nonempty_dims(typed_view<const T>(source_raw));
     if (index.dim() > 1)
-      fail<ShapeError>(function, "index must be 0-d or 1-d, got shape ", index.shape());
+      fail<ShapeError>(function, {"index must be 0-d or 1-d, got shape ", index.shape()});
     if (source.dim() != self.dim())
-      fail<ShapeError>(function, "source must have the same number of dims as self, got ",
-                       source_raw.layout.dim(), " and ", self_raw.layout.dim(), " (shapes ",
-                       source_raw.layout.shape, " and ", self_raw.layout.shape, ")");
+      fail<ShapeError>(function,
+                       {"source must have the same number of dims as self, got ",
+                        source_raw.layout.dim(), " and ", self_raw.layout.dim(), " (shapes ",
+                        source_raw.layout.shape, " and ", self_raw.layout.shape, ")"});
     const index_t d = layout::normalize_dim(dim, self.dim(), function);
     const index_t n = index.numel();
     if (source.size(d) != n)
-      fail<ShapeError>(function, "source has size ", source.size(d), " at dim ", d,
-                       " but index has ", n, " entries; they must be equal");
+      fail<ShapeError>(function, {"source has size ", source.size(d), " at dim ", d,
+                                  " but index has ", n, " entries; they must be equal"});
     for (index_t k = 0; k < self.dim(); ++k)
       if (k != d && source.size(k) != self.size(k))
-        fail<ShapeError>(function, "source has shape ", source_raw.layout.shape, " and self ",
-                         self_raw.layout.shape, "; they must match at every dim but ", d, " (dim ",
-                         k, ": ", source.size(k), " vs ", self.size(k), ")");
+        fail<ShapeError>(function, {"source has shape ", source_raw.layout.shape, " and self ",
+                                    self_raw.layout.shape, "; they must match at every dim but ", d,
+                                    " (dim ", k, ": ", source.size(k), " vs ", self.size(k), ")"});
     check_index_range(function, "index", index, self.size(d), concat("dim ", d, " of self"));
     check_distinct_elements(self, function, "self");
 

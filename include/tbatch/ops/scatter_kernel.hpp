@@ -132,11 +132,11 @@ template <class Limit, class Describe>
     const index_t value = dense.data()[flat];
     const index_t size = limit(flat);
     if (value < 0 || value >= size)
-      fail<IndexError>(function, index_position(name, index.shape(), flat), " = ", value,
-                       " is out of range for ", describe(flat), " with size ", size,
-                       expected_range(size));
+      fail<IndexError>(function, {index_position(name, index.shape(), flat), " = ", value,
+                                  " is out of range for ", describe(flat), " with size ", size,
+                                  expected_range(size)});
   }
-  fail<IndexError>(function, name, " has a value out of range");  // unreachable: caller found one
+  fail<IndexError>(function, {name, " has a value out of range"});  // unreachable: caller found one
 }
 
 /// IndexError unless every value of `index` lies in [0, size); `what` names the indexed dim.

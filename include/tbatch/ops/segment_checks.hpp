@@ -45,22 +45,22 @@ TBATCH_INLINE Tensor<index_t> checked_segment_offsets(const char* function,
                                                       index_t rows) {
   if (first_idx.dim() != 1 || first_idx.size(0) == 0)
     fail<ShapeError>(function,
-                     "first_idx must be 1-d with B + 1 entries (0, then each segment's end), got "
-                     "shape ",
-                     first_idx.shape());
+                     {"first_idx must be 1-d with B + 1 entries (0, then each segment's end), got "
+                      "shape ",
+                      first_idx.shape()});
   Tensor<index_t> first = first_idx.contiguous();
   const index_t* p = first.data();
   const index_t segments = first.size(0) - 1;
   check_first_idx(function, p, segments, [](index_t) {});
   if (p[segments] != rows)
-    fail<ValueError>(function, "first_idx[", segments, "] = ", p[segments], " but values has ",
-                     rows, " rows; the last offset must be the row count");
+    fail<ValueError>(function, {"first_idx[", segments, "] = ", p[segments], " but values has ",
+                                rows, " rows; the last offset must be the row count"});
   return first;
 }
 
 TBATCH_INLINE void check_segment_values(const char* function, const Shape& shape) {
   if (shape.size() < 1)
-    fail<ShapeError>(function, "values must have rank >= 1 (rows first), got shape ", shape);
+    fail<ShapeError>(function, {"values must have rank >= 1 (rows first), got shape ", shape});
 }
 
 }  // namespace tbatch::detail

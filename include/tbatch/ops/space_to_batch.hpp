@@ -67,8 +67,8 @@ template <class S, class T>
 void check_into(const char* function, const StridedView<S>& x, const StridedView<T>& out,
                 const Shape& expected) {
   if (!(out.shape() == expected))
-    fail<ShapeError>(function, "out has shape ", out.shape(), " but the result for input shape ",
-                     x.shape(), " has shape ", expected);
+    fail<ShapeError>(function, {"out has shape ", out.shape(), " but the result for input shape ",
+                                x.shape(), " has shape ", expected});
   check_distinct_elements(out, function);
 }
 
@@ -257,11 +257,12 @@ TBATCH_INLINE void check_padded_spatial_dims(const char* function, const Shape& 
                                              const std::vector<index_t>& block_shape) {
   const index_t padded_dims = static_cast<index_t>(data_shape.size()) - 2;
   if (static_cast<index_t>(block_shape.size()) > padded_dims)
-    fail<ShapeError>(function, "block_shape ", listed(block_shape), " has ", block_shape.size(),
-                     " spatial dims but a PaddedBatch with data of shape ", data_shape,
-                     " has only ", padded_dims,
-                     " padded dims; the last dim (the element size) is shared by every element "
-                     "and cannot be a spatial dim");
+    fail<ShapeError>(
+        function, {"block_shape ", listed(block_shape), " has ", block_shape.size(),
+                   " spatial dims but a PaddedBatch with data of shape ", data_shape, " has only ",
+                   padded_dims,
+                   " padded dims; the last dim (the element size) is shared by every element "
+                   "and cannot be a spatial dim"});
 }
 
 TBATCH_INLINE Tensor<index_t> space_to_batch_sizes(
@@ -271,10 +272,10 @@ TBATCH_INLINE Tensor<index_t> space_to_batch_sizes(
   check_padded_spatial_dims(function, data_shape, block_shape);
   for (std::size_t i = 0; i < paddings.size(); ++i)
     if (paddings[i][0] != 0)
-      fail<ValueError>(function, "paddings[", i, "] = ", PairText{paddings[i]},
-                       " pads the start of spatial dim ", i,
-                       ", which a PaddedBatch cannot express: it would move every "
-                       "element's data off index 0 of its slot; pad the end only");
+      fail<ValueError>(function, {"paddings[", i, "] = ", PairText{paddings[i]},
+                                  " pads the start of spatial dim ", i,
+                                  ", which a PaddedBatch cannot express: it would move every "
+                                  "element's data off index 0 of its slot; pad the end only"});
   const index_t elements = geometry.batch_size(), columns = geometry.columns();
   const index_t outputs = plan.blocked_shape[0];
   Tensor<index_t> out_sizes = Tensor<index_t>::empty(Shape{outputs, columns});
@@ -329,13 +330,13 @@ TBATCH_INLINE Tensor<index_t> batch_to_space_sizes(const BatchGeometry& geometry
           got.push_back(geometry.size(n, c));
           want.push_back(expected(c));
         }
-        fail<ValueError>(
-            function, "shape_per_tensor[", n, "] = ", listed(got), " (block offset ", listed(k),
-            " of output element ", b,
-            ") does not fit the elements merged with it: ", "together they cover extents ",
-            listed(
-                std::vector<index_t>(whole.data() + b * columns, whole.data() + (b + 1) * columns)),
-            ", whose pieces space_to_batch_nd would size ", listed(want));
+        fail<ValueError>(function,
+                         {"shape_per_tensor[", n, "] = ", listed(got), " (block offset ", listed(k),
+                          " of output element ", b, ") does not fit the elements merged with it: ",
+                          "together they cover extents ",
+                          listed(std::vector<index_t>(whole.data() + b * columns,
+                                                      whole.data() + (b + 1) * columns)),
+                          ", whose pieces space_to_batch_nd would size ", listed(want)});
       }
     }
   }

@@ -123,25 +123,25 @@ TBATCH_INLINE index_t check_block_arguments(const char* function, const Shape& i
                                             const char* pairs_name) {
   const std::size_t m = block_shape.size();
   if (pairs.size() != m)
-    fail<ShapeError>(function, pairs_name, " has ", pairs.size(),
-                     " [start, end] pairs but block_shape ", listed(block_shape), " has ", m,
-                     " entries; expected one pair per spatial dim");
+    fail<ShapeError>(
+        function, {pairs_name, " has ", pairs.size(), " [start, end] pairs but block_shape ",
+                   listed(block_shape), " has ", m, " entries; expected one pair per spatial dim"});
   index_t product = 1;
   for (std::size_t i = 0; i < m; ++i) {
     if (block_shape[i] < 1)
-      fail<ValueError>(function, "block_shape[", i, "] = ", block_shape[i], " must be >= 1");
+      fail<ValueError>(function, {"block_shape[", i, "] = ", block_shape[i], " must be >= 1"});
     if (multiply_overflows(product, block_shape[i], product))
-      fail<ShapeError>(function, "the product of block_shape ", listed(block_shape),
-                       " overflows a 64-bit index");
+      fail<ShapeError>(function, {"the product of block_shape ", listed(block_shape),
+                                  " overflows a 64-bit index"});
   }
   if (input_shape.size() < 1 + m)
-    fail<ShapeError>(function, "input of shape ", input_shape, " has rank ", input_shape.size(),
-                     " but block_shape ", listed(block_shape), " needs rank >= ", 1 + m,
-                     " (batch + ", m, " spatial dims + remaining dims)");
+    fail<ShapeError>(function, {"input of shape ", input_shape, " has rank ", input_shape.size(),
+                                " but block_shape ", listed(block_shape), " needs rank >= ", 1 + m,
+                                " (batch + ", m, " spatial dims + remaining dims)"});
   for (std::size_t i = 0; i < m; ++i)
     if (pairs[i][0] < 0 || pairs[i][1] < 0)
-      fail<ValueError>(function, pairs_name, "[", i, "] = ", PairText{pairs[i]},
-                       " must be non-negative");
+      fail<ValueError>(function,
+                       {pairs_name, "[", i, "] = ", PairText{pairs[i]}, " must be non-negative"});
   return product;
 }
 
@@ -160,9 +160,10 @@ TBATCH_INLINE BlockPlan plan_space_to_batch(const char* function, const Shape& i
     const index_t padded =
         checked_add(checked_add(size, paddings[i][0], function), paddings[i][1], function);
     if (padded % block != 0)
-      fail<ShapeError>(function, "padded_shape[", i, "] = ", padded, " (input dim ", i + 1,
-                       " of size ", size, " + paddings[", i, "] = ", PairText{paddings[i]},
-                       ") is not divisible by block_shape[", i, "] = ", block);
+      fail<ShapeError>(
+          function, {"padded_shape[", i, "] = ", padded, " (input dim ", i + 1, " of size ", size,
+                     " + paddings[", i, "] = ", PairText{paddings[i]},
+                     ") is not divisible by block_shape[", i, "] = ", block});
     const index_t blocks = padded / block;
     plan.blocked_shape.push_back(blocks);
     plan.dims.push_back(BlockDim{size, paddings[i][0], block, blocks,
@@ -181,9 +182,9 @@ TBATCH_INLINE BlockPlan plan_batch_to_space(const char* function, const Shape& i
                                             const std::vector<std::array<index_t, 2>>& crops) {
   const index_t product = check_block_arguments(function, input_shape, block_shape, crops, "crops");
   if (input_shape[0] % product != 0)
-    fail<ShapeError>(function, "input batch dim ", input_shape[0], " (shape ", input_shape,
-                     ") is not divisible by the product of block_shape ", listed(block_shape), ", ",
-                     product);
+    fail<ShapeError>(function, {"input batch dim ", input_shape[0], " (shape ", input_shape,
+                                ") is not divisible by the product of block_shape ",
+                                listed(block_shape), ", ", product});
   BlockPlan plan;
   plan.blocked_shape = input_shape;
   const index_t batch = input_shape[0] / product;
@@ -195,9 +196,10 @@ TBATCH_INLINE BlockPlan plan_batch_to_space(const char* function, const Shape& i
     const index_t uncropped = checked_mul(blocks, block, function);
     const index_t start = crops[i][0], end = crops[i][1];
     if (start > uncropped || end > uncropped - start)
-      fail<ShapeError>(function, "crops[", i, "] = ", PairText{crops[i]}, " remove more than the ",
-                       uncropped, " elements of dim ", i + 1, " (input size ", blocks,
-                       " * block_shape[", i, "] ", block, "); cropped_shape[", i, "] must be >= 0");
+      fail<ShapeError>(
+          function, {"crops[", i, "] = ", PairText{crops[i]}, " remove more than the ", uncropped,
+                     " elements of dim ", i + 1, " (input size ", blocks, " * block_shape[", i,
+                     "] ", block, "); cropped_shape[", i, "] must be >= 0"});
     const index_t size = uncropped - start - end;
     plan.spatial_shape.push_back(size);
     plan.dims.push_back(

@@ -90,22 +90,23 @@ StridedView<const T> element_view(const Tensor<T>& data, const BatchGeometry& g,
 template <class A, class B>
 void check_same_elements(const A& a, const B& b, const char* function) {
   if (a.batch_size() != b.batch_size())
-    fail<ShapeError>(function, "the batches hold ", a.batch_size(), " and ", b.batch_size(),
-                     " elements; an operation on two batches pairs their elements");
+    fail<ShapeError>(function, {"the batches hold ", a.batch_size(), " and ", b.batch_size(),
+                                " elements; an operation on two batches pairs their elements"});
   if (a.element_rank() != b.element_rank() || a.last_dim() != b.last_dim())
-    fail<ShapeError>(function, "the first batch holds elements of rank ", a.element_rank(),
-                     " with last dim ", a.last_dim(), " but the second of rank ", b.element_rank(),
-                     " with last dim ", b.last_dim(),
-                     "; the batches must hold elements of the same shapes");
+    fail<ShapeError>(
+        function, {"the first batch holds elements of rank ", a.element_rank(), " with last dim ",
+                   a.last_dim(), " but the second of rank ", b.element_rank(), " with last dim ",
+                   b.last_dim(), "; the batches must hold elements of the same shapes"});
   const BatchGeometry ga = geometry_of(a), gb = geometry_of(b);
   const index_t columns = ga.columns();
   for (index_t i = 0; i < a.batch_size(); ++i)
     for (index_t d = 0; d < columns; ++d)
       if (ga.size(i, d) != gb.size(i, d))
-        fail<ShapeError>(function, "element ", i, " has shape ", a.shape_of(i),
-                         " in the first batch but ", b.shape_of(i),
-                         " in the second; the batches must hold elements of the same shapes (the "
-                         "same shape_per_tensor)");
+        fail<ShapeError>(
+            function,
+            {"element ", i, " has shape ", a.shape_of(i), " in the first batch but ", b.shape_of(i),
+             " in the second; the batches must hold elements of the same shapes (the "
+             "same shape_per_tensor)"});
 }
 
 /// Fills the padding of element i's slot in `data` (padded geometry g over data) with 0.
@@ -201,19 +202,21 @@ std::optional<RowTable<sizeof...(T) + Extra>> padded_rows(const PaddedBatch<T>&.
 /// ShapeError naming `function` otherwise.
 inline Layout paired_slot(Layout slot, const Shape& shape, index_t i, const char* function) {
   if (slot.dim() > static_cast<index_t>(shape.size()))
-    fail<ShapeError>(function, "the dense operand's dims after the first, ", slot.shape,
-                     ", outnumber element ", i, "'s dims ", shape,
-                     "; it pairs with each element as (B, dims that broadcast against the "
-                     "element)");
+    fail<ShapeError>(
+        function, {"the dense operand's dims after the first, ", slot.shape, ", outnumber element ",
+                   i, "'s dims ", shape,
+                   "; it pairs with each element as (B, dims that broadcast against the "
+                   "element)"});
   const index_t lead = static_cast<index_t>(shape.size()) - slot.dim();
   for (index_t d = 0; d < slot.dim(); ++d) {
     const index_t size = slot.shape[static_cast<std::size_t>(d)];
     const index_t need = shape[static_cast<std::size_t>(lead + d)];
     if (size == need || size == 1) continue;
     if (size < need)
-      fail<ShapeError>(function, "the dense operand's dim ", d + 1, " has size ", size,
-                       " but element ", i, " has shape ", shape, "; expected 1 (broadcast), ", need,
-                       " or more (a padded operand)");
+      fail<ShapeError>(
+          function,
+          {"the dense operand's dim ", d + 1, " has size ", size, " but element ", i, " has shape ",
+           shape, "; expected 1 (broadcast), ", need, " or more (a padded operand)"});
     slot = layout::narrow(slot, d, 0, need);
   }
   return layout::broadcast(slot, shape, function, "the dense operand");
@@ -223,10 +226,11 @@ inline Layout paired_slot(Layout slot, const Shape& shape, index_t i, const char
 template <class T>
 void check_dense_operand(const Tensor<T>& dense, index_t batch, const char* function) {
   if (dense.dim() == 0 || dense.size(0) != batch)
-    fail<ShapeError>(function, "the dense operand has shape ", dense.shape(), " but the batch has ",
-                     batch, " elements; expected (", batch,
-                     ", ...): one slot per element, broadcast against it or a padded array "
-                     "(B, max sizes...)");
+    fail<ShapeError>(function,
+                     {"the dense operand has shape ", dense.shape(), " but the batch has ", batch,
+                      " elements; expected (", batch,
+                      ", ...): one slot per element, broadcast against it or a padded array "
+                      "(B, max sizes...)"});
 }
 
 /// The dense operand (B, ...) viewed at an exact batch's data shape: each slot paired with the

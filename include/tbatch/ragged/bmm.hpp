@@ -53,8 +53,8 @@ Tensor<C> product_matrices(const Tensor<T>& x, index_t rows, index_t cols) {
 template <class T>
 void check_matrix_elements(const PackedBatch<T>& x, const char* argument) {
   if (x.element_rank() != 2)
-    fail<ShapeError>("bmm", argument, " holds elements of rank ", x.element_rank(),
-                     "; expected matrices (L_i, K)");
+    fail<ShapeError>("bmm", {argument, " holds elements of rank ", x.element_rank(),
+                             "; expected matrices (L_i, K)"});
 }
 
 /// The products of one bmm, their starts filled by the caller.
@@ -128,9 +128,9 @@ PackedBatch<T> bmm(const PackedBatch<T>& a, const Tensor<T>& b) {
   detail::check_matrix_elements(a, "the packed operand");
   const index_t batch = a.batch_size(), depth = a.last_dim();
   if (b.dim() != 3 || b.size(0) != batch || b.size(1) != depth)
-    detail::fail<ShapeError>("bmm", "the dense operand has shape ", b.shape(),
-                             " but the batch has ", batch, " elements of ", depth,
-                             " columns; expected (", batch, ", ", depth, ", N)");
+    detail::fail<ShapeError>(
+        "bmm", {"the dense operand has shape ", b.shape(), " but the batch has ", batch,
+                " elements of ", depth, " columns; expected (", batch, ", ", depth, ", N)"});
   const Tensor<C> ta = detail::product_matrices<C>(a.data(), 0, 1);
   const Tensor<C> tb = detail::product_matrices<C>(b, 1, 2);
   const index_t cols = b.size(2);
@@ -157,14 +157,15 @@ Tensor<T> bmm(const TransposedBatch<T>& a, const PackedBatch<T>& b) {
   detail::check_matrix_elements(b, "the packed operand");
   const index_t batch = a.batch.batch_size();
   if (b.batch_size() != batch)
-    detail::fail<ShapeError>("bmm", "the batches hold ", batch, " and ", b.batch_size(),
-                             " elements; a jagged product pairs their elements");
+    detail::fail<ShapeError>("bmm", {"the batches hold ", batch, " and ", b.batch_size(),
+                                     " elements; a jagged product pairs their elements"});
   for (index_t i = 0; i < batch; ++i)
     if (a.batch.rows_of(i) != b.rows_of(i))
-      detail::fail<ShapeError>("bmm", "element ", i, " has ", a.batch.rows_of(i),
-                               " rows in the transposed operand but ", b.rows_of(i),
-                               " in the other; the elements of a jagged_jagged product pair row "
-                               "for row");
+      detail::fail<ShapeError>("bmm",
+                               {"element ", i, " has ", a.batch.rows_of(i),
+                                " rows in the transposed operand but ", b.rows_of(i),
+                                " in the other; the elements of a jagged_jagged product pair row "
+                                "for row"});
   const Tensor<C> ta = detail::product_matrices<C>(a.batch.data(), 1, 0);
   const Tensor<C> tb = detail::product_matrices<C>(b.data(), 0, 1);
   const detail::BatchGeometry ga = detail::packed_geometry(ta, a.batch),
@@ -191,14 +192,14 @@ Tensor<T> bmm(const Tensor<T>& a, const PackedBatch<T>& b) {
   detail::check_matrix_elements(b, "the packed operand");
   const index_t batch = b.batch_size();
   if (a.dim() != 3 || a.size(0) != batch)
-    detail::fail<ShapeError>("bmm", "the dense operand has shape ", a.shape(),
-                             " but the batch has ", batch, " elements; expected (", batch,
-                             ", H, L_max)");
+    detail::fail<ShapeError>(
+        "bmm", {"the dense operand has shape ", a.shape(), " but the batch has ", batch,
+                " elements; expected (", batch, ", H, L_max)"});
   for (index_t i = 0; i < batch; ++i)
     if (b.rows_of(i) > a.size(2))
-      detail::fail<ShapeError>("bmm", "element ", i, " has ", b.rows_of(i),
-                               " rows but the dense operand's dim 2 only ", a.size(2),
-                               "; expected (B, H, L_max) with L_max at least every element's rows");
+      detail::fail<ShapeError>(
+          "bmm", {"element ", i, " has ", b.rows_of(i), " rows but the dense operand's dim 2 only ",
+                  a.size(2), "; expected (B, H, L_max) with L_max at least every element's rows"});
   const Tensor<C> ta = detail::product_matrices<C>(a, 1, 2);
   const Tensor<C> tb = detail::product_matrices<C>(b.data(), 0, 1);
   const detail::BatchGeometry gb = detail::packed_geometry(tb, b);

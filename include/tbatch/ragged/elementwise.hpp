@@ -162,9 +162,9 @@ std::optional<BatchOf<B, BinaryResult<Op, ValueOf<B>>>> dense_blocks(
   for (index_t i = 0; i < batch; ++i) {
     rows[i] = in.rows(i);
     if (slot_rows != 1 && slot_rows < rows[i])
-      fail<ShapeError>(function, "the dense operand's dim 1 has size ", slot_rows, " but element ",
-                       i, " has shape ", a.shape_of(i), "; expected 1 (broadcast), ", rows[i],
-                       " or more (a padded operand)");
+      fail<ShapeError>(function, {"the dense operand's dim 1 has size ", slot_rows, " but element ",
+                                  i, " has shape ", a.shape_of(i), "; expected 1 (broadcast), ",
+                                  rows[i], " or more (a padded operand)"});
     a_start[i] = in.start(i);
     d_start[i] = i * dense.stride(0);
   }

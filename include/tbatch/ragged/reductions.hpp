@@ -45,8 +45,8 @@ class BatchReduction {
   Tensor<Out> tensor() const {
     if (batch_)
       detail::fail<ShapeError>("BatchReduction::tensor",
-                               "the reduction keeps a dim whose size differs between elements, so "
-                               "its result is a batch: take batch(), or reduce those dims too");
+                               {"the reduction keeps a dim whose size differs between elements, so "
+                                "its result is a batch: take batch(), or reduce those dims too"});
     return dense_;
   }
   /// The result as a batch of B's layout (a dense result becomes a batch of equal elements).
@@ -54,9 +54,9 @@ class BatchReduction {
   Result batch() const {
     if (batch_) return *batch_;
     if (dense_.dim() < 2)
-      detail::fail<ShapeError>("BatchReduction::batch", "the reduced elements are 0-d (result ",
-                               dense_.shape(),
-                               "), which no batch holds: take tensor(), or pass keepdim = true");
+      detail::fail<ShapeError>("BatchReduction::batch",
+                               {"the reduced elements are 0-d (result ", dense_.shape(),
+                                "), which no batch holds: take tensor(), or pass keepdim = true"});
     const ExactBatch<Out> exact(dense_);
     if constexpr (detail::kind_of<B> == detail::BatchKind::exact)
       return exact;
@@ -80,15 +80,15 @@ namespace detail {
 inline std::vector<bool> reduced_element_dims(const Dims& dims, index_t rank,
                                               const char* function) {
   if (dims.values().empty())
-    fail<ValueError>(function, "the list of dims is empty; pass the element dims to reduce");
+    fail<ValueError>(function, {"the list of dims is empty; pass the element dims to reduce"});
   std::vector<bool> reduced(static_cast<std::size_t>(rank), false);
   for (index_t dim : dims.values()) {
     if (dim < -rank || dim >= rank)
-      fail<IndexError>(function, "dim ", dim, " is out of range for elements of rank ", rank,
-                       " (expected ", -rank, " to ", rank - 1, ")");
+      fail<IndexError>(function, {"dim ", dim, " is out of range for elements of rank ", rank,
+                                  " (expected ", -rank, " to ", rank - 1, ")"});
     const auto d = static_cast<std::size_t>(dim < 0 ? dim + rank : dim);
     if (reduced[d])
-      fail<ValueError>(function, "dim ", dim, " is given twice in ", listed(dims.values()));
+      fail<ValueError>(function, {"dim ", dim, " is given twice in ", listed(dims.values())});
     reduced[d] = true;
   }
   return reduced;
@@ -151,8 +151,9 @@ BatchReduction<Out, B> reduce_batch(const B& x, const Dims& dims, bool keepdim,
       nothing = nothing || (reduced[d] && shape[d] == 0);
     if (!nothing) return fold(element, element_dims, keepdim);
     if (!empty)
-      fail<ShapeError>(function, "element ", i, " of shape ", shape,
-                       " has nothing along the reduced dims; pass a value for empty elements");
+      fail<ShapeError>(function,
+                       {"element ", i, " of shape ", shape,
+                        " has nothing along the reduced dims; pass a value for empty elements"});
     return Tensor<Out>(reduced_element_shape(shape, reduced, keepdim), *empty);
   };
 
@@ -177,9 +178,9 @@ BatchReduction<Out, B> reduce_batch(const B& x, const Dims& dims, bool keepdim,
     if (dense) return dense_result();
     if (reduced[static_cast<std::size_t>(rank - 1)] && !keepdim)
       fail<ShapeError>(function,
-                       "reducing the last dim without keepdim leaves elements whose last "
-                       "dim differs, which no batch holds; pass keepdim = true, or reduce every "
-                       "dim but the last too");
+                       {"reducing the last dim without keepdim leaves elements whose last "
+                        "dim differs, which no batch holds; pass keepdim = true, or reduce every "
+                        "dim but the last too"});
     // The result's elements: shape_per_tensor without the reduced dims (or with 1 there).
     const index_t columns = static_cast<index_t>(
         reduced_element_shape(Shape(std::vector<index_t>(static_cast<std::size_t>(rank), 1)),
@@ -251,8 +252,8 @@ B softmax_batch(bool log, const B& x, index_t dim, const char* function) {
       "tbatch: softmax and log_softmax need a floating element type: cast<float>() first");
   const index_t rank = x.element_rank();
   if (dim < -rank || dim >= rank)
-    fail<IndexError>(function, "dim ", dim, " is out of range for elements of rank ", rank,
-                     " (expected ", -rank, " to ", rank - 1, ")");
+    fail<IndexError>(function, {"dim ", dim, " is out of range for elements of rank ", rank,
+                                " (expected ", -rank, " to ", rank - 1, ")"});
   const index_t d = dim < 0 ? dim + rank : dim;
   // The data's dim of the elements' dim d, when one pass over the whole data computes it.
   if (kind_of<B> == BatchKind::exact || (kind_of<B> == BatchKind::packed && d == rank - 1)) {
@@ -292,8 +293,9 @@ std::optional<BatchReduction<Out, B>> ragged_dim_blocks(const B& x, const Dims& 
   for (index_t i = 0; i < batch; ++i) {
     rows[i] = g.rows(i);
     if (rows[i] == 0 && !empty)
-      fail<ShapeError>(function, "element ", i, " of shape ", x.shape_of(i),
-                       " has nothing along the reduced dims; pass a value for empty elements");
+      fail<ShapeError>(function,
+                       {"element ", i, " of shape ", x.shape_of(i),
+                        " has nothing along the reduced dims; pass a value for empty elements"});
     acc_start[i] = i * width;
     x_start[i] = g.start(i);
   }

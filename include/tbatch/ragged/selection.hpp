@@ -32,13 +32,13 @@ namespace detail {
 inline Layout element_mask(const Layout& mask, const Shape& shape, bool rows, index_t i) {
   if (!rows) {
     if (!(mask.shape == shape))
-      fail<ShapeError>("masked_select", "element ", i, " has shape ", shape, " but its mask ",
-                       mask.shape, "; expected the element's shape");
+      fail<ShapeError>("masked_select", {"element ", i, " has shape ", shape, " but its mask ",
+                                         mask.shape, "; expected the element's shape"});
     return mask;
   }
   if (mask.shape[0] != shape[0])
-    fail<ShapeError>("masked_select", "element ", i, " has shape ", shape, " but its row mask ",
-                     mask.shape, "; expected (", shape[0], ", 1)");
+    fail<ShapeError>("masked_select", {"element ", i, " has shape ", shape, " but its row mask ",
+                                       mask.shape, "; expected (", shape[0], ", 1)"});
   Layout out{shape, Strides(shape.size(), 0), mask.offset};
   out.strides[0] = mask.strides[0];
   return out;
@@ -68,22 +68,22 @@ PackedBatch<T> slice_elements(const PackedBatch<T>& x, index_t start, index_t co
 inline index_t batch_position(index_t index, index_t size, const char* function,
                               const char* argument) {
   if (index < -size || index > size)
-    fail<IndexError>(function, argument, " is ", index, " but the batch has ", size,
-                     " elements (expected ", -size, " to ", size, ")");
+    fail<IndexError>(function, {argument, " is ", index, " but the batch has ", size,
+                                " elements (expected ", -size, " to ", size, ")"});
   return index < 0 ? index + size : index;
 }
 
 /// IndexError naming the first of `indices` (1-d) outside [0, size); ShapeError unless 1-d.
 inline void check_element_indices(const Tensor<index_t>& indices, index_t size) {
   if (indices.dim() != 1)
-    fail<ShapeError>("index_select", "indices has shape ", indices.shape(),
-                     "; expected a 1-d tensor of element indices");
+    fail<ShapeError>("index_select", {"indices has shape ", indices.shape(),
+                                      "; expected a 1-d tensor of element indices"});
   const Tensor<index_t> dense = indices.contiguous();
   for (index_t k = 0; k < dense.size(0); ++k) {
     const index_t v = dense.data()[k];
     if (v < 0 || v >= size)
-      fail<IndexError>("index_select", "indices[", k, "] is ", v, " but the batch has ", size,
-                       " elements (expected 0 to ", size - 1, ")");
+      fail<IndexError>("index_select", {"indices[", k, "] is ", v, " but the batch has ", size,
+                                        " elements (expected 0 to ", size - 1, ")"});
   }
 }
 
@@ -91,14 +91,14 @@ inline void check_element_indices(const Tensor<index_t>& indices, index_t size) 
 template <class B>
 void check_joinable(const std::vector<B>& list) {
   if (list.empty())
-    fail<ValueError>("cat", "the list of batches is empty; expected at least one batch");
+    fail<ValueError>("cat", {"the list of batches is empty; expected at least one batch"});
   for (std::size_t j = 1; j < list.size(); ++j)
     if (list[j].element_rank() != list[0].element_rank() ||
         list[j].last_dim() != list[0].last_dim())
-      fail<ShapeError>("cat", "batch ", j, " holds elements of rank ", list[j].element_rank(),
-                       " with last dim ", list[j].last_dim(), " but batch 0 of rank ",
-                       list[0].element_rank(), " with last dim ", list[0].last_dim(),
-                       "; a concatenation needs one element rank and last dim");
+      fail<ShapeError>("cat", {"batch ", j, " holds elements of rank ", list[j].element_rank(),
+                               " with last dim ", list[j].last_dim(), " but batch 0 of rank ",
+                               list[0].element_rank(), " with last dim ", list[0].last_dim(),
+                               "; a concatenation needs one element rank and last dim"});
 }
 
 template <class B>
@@ -131,15 +131,17 @@ PackedBatch<detail::ValueOf<B>> masked_select(const B& x, const M& mask) {
   detail::require_bool_mask<detail::ValueOf<M>>();
   const index_t batch = x.batch_size(), rank = x.element_rank();
   if (mask.batch_size() != batch)
-    detail::fail<ShapeError>("masked_select", "the mask holds ", mask.batch_size(),
-                             " elements but the batch ", batch, "; expected one mask per element");
+    detail::fail<ShapeError>(
+        "masked_select", {"the mask holds ", mask.batch_size(), " elements but the batch ", batch,
+                          "; expected one mask per element"});
   const bool rows = !(mask.element_rank() == rank && mask.last_dim() == x.last_dim());
   if (rows && !(mask.element_rank() == 2 && mask.last_dim() == 1 && rank >= 2))
     detail::fail<ShapeError>(
-        "masked_select", "the mask holds elements of rank ", mask.element_rank(), " with last dim ",
-        mask.last_dim(), " but the batch of rank ", rank, " with last dim ", x.last_dim(),
-        "; expected masks of the elements' shapes (select entries) or (L_i, 1) "
-        "(select rows)");
+        "masked_select",
+        {"the mask holds elements of rank ", mask.element_rank(), " with last dim ",
+         mask.last_dim(), " but the batch of rank ", rank, " with last dim ", x.last_dim(),
+         "; expected masks of the elements' shapes (select entries) or (L_i, 1) "
+         "(select rows)"});
   const detail::BatchGeometry gx = detail::geometry_of(x), gm = detail::geometry_of(mask);
   // Counts first: they are the result's metadata and size its data.
   std::vector<Layout> masks;
@@ -181,8 +183,8 @@ B slice(const B& x, index_t start, index_t stop) {
   const index_t begin = detail::batch_position(start, size, "slice", "start");
   const index_t end = detail::batch_position(stop, size, "slice", "stop");
   if (begin > end)
-    detail::fail<ValueError>("slice", "start ", start, " comes after stop ", stop,
-                             " in a batch of ", size, " elements");
+    detail::fail<ValueError>("slice", {"start ", start, " comes after stop ", stop,
+                                       " in a batch of ", size, " elements"});
   return detail::slice_elements(x, begin, end - begin);
 }
 
@@ -193,12 +195,12 @@ std::vector<B> split(const B& x, const std::vector<index_t>& sizes) {
   index_t total = 0;
   for (std::size_t j = 0; j < sizes.size(); ++j) {
     if (sizes[j] < 0)
-      detail::fail<ValueError>("split", "sizes[", j, "] is ", sizes[j], "; expected sizes >= 0");
+      detail::fail<ValueError>("split", {"sizes[", j, "] is ", sizes[j], "; expected sizes >= 0"});
     total += sizes[j];
   }
   if (total != x.batch_size())
-    detail::fail<ShapeError>("split", "sizes ", detail::listed(sizes), " add up to ", total,
-                             " but the batch has ", x.batch_size(), " elements");
+    detail::fail<ShapeError>("split", {"sizes ", detail::listed(sizes), " add up to ", total,
+                                       " but the batch has ", x.batch_size(), " elements"});
   std::vector<B> out;
   index_t start = 0;
   for (index_t size : sizes) {

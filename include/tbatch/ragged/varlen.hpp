@@ -30,8 +30,8 @@ namespace detail {
 /// `value` as int32; ValueError naming `function` and `what` past 2^31 - 1.
 inline std::int32_t to_int32(index_t value, const char* function, const char* what) {
   if (value > std::numeric_limits<std::int32_t>::max())
-    fail<ValueError>(function, what, " is ", value,
-                     ", past int32's 2147483647: the convention's offsets are int32");
+    fail<ValueError>(function, {what, " is ", value,
+                                ", past int32's 2147483647: the convention's offsets are int32"});
   return static_cast<std::int32_t>(value);
 }
 
@@ -77,11 +77,11 @@ PackedBatch<T> packed_from_cu_seqlens(const Tensor<T>& rows,
                                       const Tensor<std::int32_t>& cu_seqlens) {
   const char* function = "packed_from_cu_seqlens";
   if (rows.dim() != 2)
-    detail::fail<ShapeError>(function, "rows has shape ", rows.shape(),
-                             "; expected (total rows, D)");
+    detail::fail<ShapeError>(function,
+                             {"rows has shape ", rows.shape(), "; expected (total rows, D)"});
   if (cu_seqlens.dim() != 1 || cu_seqlens.size(0) < 1)
-    detail::fail<ShapeError>(function, "cu_seqlens has shape ", cu_seqlens.shape(),
-                             "; expected (B + 1) int32 offsets starting at 0");
+    detail::fail<ShapeError>(function, {"cu_seqlens has shape ", cu_seqlens.shape(),
+                                        "; expected (B + 1) int32 offsets starting at 0"});
   const index_t batch = cu_seqlens.size(0) - 1;
   const Tensor<std::int32_t> offsets = cu_seqlens.contiguous();
   Tensor<index_t> first_idx = Tensor<index_t>::empty(Shape{batch + 1});
@@ -92,8 +92,8 @@ PackedBatch<T> packed_from_cu_seqlens(const Tensor<T>& rows,
   for (index_t i = 0; i < batch; ++i)
     lengths.data()[i] = first_idx.data()[i + 1] - first_idx.data()[i];
   if (first_idx.data()[batch] != rows.size(0))
-    detail::fail<ValueError>(function, "cu_seqlens[", batch, "] = ", first_idx.data()[batch],
-                             " but rows has ", rows.size(0), " rows");
+    detail::fail<ValueError>(function, {"cu_seqlens[", batch, "] = ", first_idx.data()[batch],
+                                        " but rows has ", rows.size(0), " rows"});
   return PackedBatch<T>(rows, std::move(lengths), std::move(first_idx), detail::ValidMetadata{});
 }
 
@@ -116,8 +116,9 @@ Unpadded<T> unpad(const Tensor<T>& padded, const Tensor<M>& mask) {
   const char* function = "unpad";
   if (padded.dim() < 2 || mask.dim() != 2 || mask.size(0) != padded.size(0) ||
       mask.size(1) != padded.size(1))
-    detail::fail<ShapeError>(function, "padded has shape ", padded.shape(), " and mask ",
-                             mask.shape(), "; expected padded (B, L, ...) and mask (B, L)");
+    detail::fail<ShapeError>(function,
+                             {"padded has shape ", padded.shape(), " and mask ", mask.shape(),
+                              "; expected padded (B, L, ...) and mask (B, L)"});
   const index_t batch = padded.size(0), length = padded.size(1);
   Unpadded<T> out;
   // The kept positions b * L + l in order, and each sequence's count: the engine's selection
@@ -148,23 +149,23 @@ Tensor<T> pad_rows(const Tensor<T>& rows, const Tensor<index_t>& indices, index_
                    index_t length) {
   const char* function = "pad_rows";
   if (batch < 0 || length < 0)
-    detail::fail<ValueError>(function, "batch ", batch, " and length ", length,
-                             " must not be negative");
+    detail::fail<ValueError>(function,
+                             {"batch ", batch, " and length ", length, " must not be negative"});
   if (rows.dim() < 1 || indices.dim() != 1 || indices.size(0) != rows.size(0))
-    detail::fail<ShapeError>(function, "rows has shape ", rows.shape(), " and indices ",
-                             indices.shape(), "; expected one index per row");
+    detail::fail<ShapeError>(function, {"rows has shape ", rows.shape(), " and indices ",
+                                        indices.shape(), "; expected one index per row"});
   const index_t slots = batch * length;
   const Tensor<index_t> at = indices.contiguous();
   std::vector<index_t> owner(static_cast<std::size_t>(slots), -1);
   for (index_t k = 0; k < at.size(0); ++k) {
     const index_t p = at.data()[k];
     if (p < 0 || p >= slots)
-      detail::fail<IndexError>(function, "indices[", k, "] is ", p, "; expected 0 to ", slots - 1,
-                               " (batch ", batch, " x length ", length, ")");
+      detail::fail<IndexError>(function, {"indices[", k, "] is ", p, "; expected 0 to ", slots - 1,
+                                          " (batch ", batch, " x length ", length, ")"});
     index_t& first = owner[static_cast<std::size_t>(p)];
     if (first >= 0)
-      detail::fail<ValueError>(function, "indices[", first, "] and indices[", k, "] are both ", p,
-                               "; each position takes one row");
+      detail::fail<ValueError>(function, {"indices[", first, "] and indices[", k, "] are both ", p,
+                                          "; each position takes one row"});
     first = k;
   }
   std::vector<index_t> sizes{slots};
@@ -198,13 +199,13 @@ struct PackedSequences {
 inline PackedSequences pack_sequences(const std::vector<index_t>& lengths, index_t max_tokens) {
   const char* function = "pack_sequences";
   if (max_tokens < 1)
-    detail::fail<ValueError>(function, "max_tokens is ", max_tokens, "; expected at least 1");
+    detail::fail<ValueError>(function, {"max_tokens is ", max_tokens, "; expected at least 1"});
   index_t longest = 0;
   PackedSequences out;
   for (std::size_t i = 0; i < lengths.size(); ++i) {
     if (lengths[i] < 0 || lengths[i] > max_tokens)
-      detail::fail<ValueError>(function, "sequence ", i, " has length ", lengths[i],
-                               "; expected 0 to max_tokens = ", max_tokens);
+      detail::fail<ValueError>(function, {"sequence ", i, " has length ", lengths[i],
+                                          "; expected 0 to max_tokens = ", max_tokens});
     longest = std::max(longest, lengths[i]);
     out.tokens += lengths[i];
   }

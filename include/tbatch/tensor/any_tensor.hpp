@@ -89,8 +89,8 @@ class AnyTensor {
   template <Element T>
   Tensor<T> get(const char* function = "AnyTensor::get") const {
     if (!holds<T>())
-      detail::fail<TypeError>(function, "the tensor has dtype ", dtype_, ", not the requested ",
-                              dtype_name_of<T>);
+      detail::fail<TypeError>(
+          function, {"the tensor has dtype ", dtype_, ", not the requested ", dtype_name_of<T>});
     return Tensor<T>(storage_, layout_);
   }
 
@@ -238,8 +238,8 @@ TBATCH_INLINE AnyTensor AnyTensor::from_storage(std::shared_ptr<Storage> storage
                                                 DType dtype, const char* function) {
   const index_t size = dtype_size(dtype, function);
   if (reinterpret_cast<std::uintptr_t>(storage->data()) % std::uintptr_t(size) != 0)
-    detail::fail<ValueError>(function, "the buffer is not aligned to its ", size,
-                             "-byte elements of dtype ", dtype);
+    detail::fail<ValueError>(
+        function, {"the buffer is not aligned to its ", size, "-byte elements of dtype ", dtype});
   layout::check_inside(l, storage->bytes() / size, function);
   return AnyTensor(std::move(storage), std::move(l), dtype);
 }
@@ -288,8 +288,8 @@ TBATCH_INLINE void AnyTensor::index_put_planned(const detail::IndexPlan& plan,
   value.require_dtype(dtype_, function);
   const Shape shape = detail::indexed_shape(plan);
   if (!layout::broadcasts_to(value.shape(), shape))
-    detail::fail<ShapeError>(function, "value of shape ", value.shape(),
-                             " cannot be broadcast to the indexed shape ", shape);
+    detail::fail<ShapeError>(function, {"value of shape ", value.shape(),
+                                        " cannot be broadcast to the indexed shape ", shape});
   const Layout expanded = layout::expand(value.layout_, std::vector<index_t>(shape));
   detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
     detail::put_planned(words<W>(layout_).element_pointer(), plan, value.words<const W>(expanded));
@@ -304,8 +304,8 @@ TBATCH_INLINE void AnyTensor::assign_at(const Layout& piece, const AnyTensor& so
                                         const char* function) {
   source.require_dtype(dtype_, function);
   if (!(source.shape() == piece.shape))
-    detail::fail<ShapeError>(function, "source shape ", source.shape(),
-                             " does not match destination shape ", piece.shape);
+    detail::fail<ShapeError>(function, {"source shape ", source.shape(),
+                                        " does not match destination shape ", piece.shape});
   // A dense piece from another buffer (the pieces of stack and cat) is one memcpy: the engine
   // would reach the same memcpy after re-binding both sides as views, which costs more than
   // a small piece.
@@ -326,7 +326,7 @@ TBATCH_INLINE Tensor<bool> AnyTensor::equal_elements(const AnyTensor& other,
                                                      const char* function) const {
   other.require_dtype(dtype_, function);
   if (!(other.shape() == shape()))
-    detail::fail<ShapeError>(function, "shapes ", shape(), " and ", other.shape(), " differ");
+    detail::fail<ShapeError>(function, {"shapes ", shape(), " and ", other.shape(), " differ"});
   Tensor<bool> out = Tensor<bool>::empty(shape());
   visit_compared([&]<class E>(std::type_identity<E>) {
     for_each([](bool& r, const E& x, const E& y) { r = detail::elements_equal(x, y); }, out.view(),
@@ -353,8 +353,8 @@ TBATCH_INLINE bool AnyTensor::any_nonzero() const {
 
 TBATCH_INLINE void AnyTensor::require_dtype(DType expected, const char* function) const {
   if (dtype_ != expected)
-    detail::fail<TypeError>(function, "the tensor has dtype ", dtype_, ", not the expected ",
-                            expected);
+    detail::fail<TypeError>(function,
+                            {"the tensor has dtype ", dtype_, ", not the expected ", expected});
 }
 
 #endif  // TBATCH_DEFINITIONS

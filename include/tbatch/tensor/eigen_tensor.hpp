@@ -43,10 +43,10 @@ Tensor<T> from_eigen_tensor(const Eigen::Tensor<T, Rank, Options>& tensor) {
 template <int Rank, class T>
 Eigen::TensorMap<Eigen::Tensor<T, Rank, Eigen::RowMajor>> as_eigen_tensor(Tensor<T>& tensor) {
   if (tensor.dim() != Rank)
-    detail::fail<ShapeError>("as_eigen_tensor", "tensor of shape ", tensor.shape(), " has rank ",
-                             tensor.dim(), ", expected ", Rank);
+    detail::fail<ShapeError>("as_eigen_tensor", {"tensor of shape ", tensor.shape(), " has rank ",
+                                                 tensor.dim(), ", expected ", Rank});
   if (!tensor.is_contiguous())
-    detail::fail<ValueError>("as_eigen_tensor", "needs a contiguous tensor; call contiguous()");
+    detail::fail<ValueError>("as_eigen_tensor", {"needs a contiguous tensor; call contiguous()"});
   Eigen::DSizes<Eigen::Index, Rank> dims;
   for (std::size_t d = 0; d < dims.size(); ++d)
     dims[d] = tensor.size(static_cast<index_t>(d));

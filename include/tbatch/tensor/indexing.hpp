@@ -107,8 +107,8 @@ template <Element S>
 void Tensor<T>::index_put(std::initializer_list<TensorIndex> indices, S value) {
   const std::optional<T> converted = detail::convert_element<T>(value);
   if (!converted)
-    detail::fail<ValueError>("index_put", "the value ", detail::widen(value), " does not fit ",
-                             dtype_name_of<T>, " (", detail::held_values<T>(), ")");
+    detail::fail<ValueError>("index_put", {"the value ", detail::widen(value), " does not fit ",
+                                           dtype_name_of<T>, " (", detail::held_values<T>(), ")"});
   fill_indexed(indices, *converted, "index_put");
 }
 
@@ -148,8 +148,8 @@ TBATCH_INLINE Tensor<index_t> normalized_positions(const Tensor<index_t>& positi
   for_each(
       [&](index_t& p) {
         if (p < -size || p >= size)
-          fail<IndexError>(function, "index ", p, " is out of bounds for dim ", dim, " with size ",
-                           size);
+          fail<IndexError>(function,
+                           {"index ", p, " is out of bounds for dim ", dim, " with size ", size});
         if (p < 0) p += size;
       },
       out.view());
@@ -163,10 +163,10 @@ TBATCH_INLINE IndexPlan plan_index(const Layout& source, std::initializer_list<T
     consumed += consumed_dims(index);
     ellipses += std::holds_alternative<EllipsisT>(index.value());
   }
-  if (ellipses > 1) fail<IndexError>(function, "an index can only have a single ellipsis");
+  if (ellipses > 1) fail<IndexError>(function, {"an index can only have a single ellipsis"});
   if (consumed > indexable)
-    fail<IndexError>(function, "too many indices: ", consumed, " dims indexed but only ", indexable,
-                     " can be");
+    fail<IndexError>(function, {"too many indices: ", consumed, " dims indexed but only ",
+                                indexable, " can be"});
   // Dims the Ellipsis stands for, fixed before NewAxis and scalar masks insert dims.
   const index_t ellipsis_width = indexable - consumed;
   IndexPlan plan{source, {}, {}, {}, false};
@@ -178,8 +178,8 @@ TBATCH_INLINE IndexPlan plan_index(const Layout& source, std::initializer_list<T
           if constexpr (std::is_same_v<V, index_t>) {
             const index_t size = plan.basic.shape[dim];
             if (v < -size || v >= size)
-              fail<IndexError>(function, "index ", v, " is out of range for dim ", dim, " of size ",
-                               size);
+              fail<IndexError>(function,
+                               {"index ", v, " is out of range for dim ", dim, " of size ", size});
             plan.basic = layout::select(plan.basic, dim, v);
           } else if constexpr (std::is_same_v<V, Slice>) {
             plan.basic = layout::slice(plan.basic, dim, v.start, v.stop, v.step);
@@ -199,9 +199,10 @@ TBATCH_INLINE IndexPlan plan_index(const Layout& source, std::initializer_list<T
           } else {
             for (index_t k = 0; k < v.dim(); ++k)
               if (v.size(k) != plan.basic.shape[dim + k])
-                fail<IndexError>(function, "the shape of the mask ", v.shape(), " at dim ", dim,
-                                 " does not match the indexed sizes (size ", v.size(k), " vs ",
-                                 plan.basic.shape[dim + k], " at mask dim ", k, ")");
+                fail<IndexError>(function,
+                                 {"the shape of the mask ", v.shape(), " at dim ", dim,
+                                  " does not match the indexed sizes (size ", v.size(k), " vs ",
+                                  plan.basic.shape[dim + k], " at mask dim ", k, ")"});
             index_t count = 0;
             for_each([&](const bool& m) { count += m; }, v.view());
             std::vector<Tensor<index_t>> nonzero;
@@ -363,8 +364,8 @@ TBATCH_INLINE void index_put_raw(const RawView& self, std::initializer_list<Tens
   const IndexPlan plan = plan_index(self.layout, indices, self.layout.dim(), "index_put");
   const Shape target = indexed_shape(plan);
   if (!layout::broadcasts_to(value.layout.shape, target))
-    fail<ShapeError>("index_put", "value of shape ", value.layout.shape,
-                     " cannot be broadcast to the indexed shape ", target);
+    fail<ShapeError>("index_put", {"value of shape ", value.layout.shape,
+                                   " cannot be broadcast to the indexed shape ", target});
   const Layout expanded = layout::expand(value.layout, std::vector<index_t>(target));
   dispatch_width(self.element_size(), [&]<class W>(std::type_identity<W>) {
     put_planned(static_cast<W*>(self.base), plan,

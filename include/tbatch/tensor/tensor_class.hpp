@@ -51,13 +51,13 @@ inline std::shared_ptr<Storage> borrowed_storage(void* first, Layout& l, index_t
                                                  std::shared_ptr<const void> keep_alive,
                                                  const char* function) {
   if (l.strides.size() != l.shape.size())
-    fail<ShapeError>(function, "strides ", listed(l.strides), " do not match shape ", l.shape,
-                     " (rank ", l.shape.size(), ")");
+    fail<ShapeError>(function, {"strides ", listed(l.strides), " do not match shape ", l.shape,
+                                " (rank ", l.shape.size(), ")"});
   if (l.shape.numel() == 0) return Storage::borrow(nullptr, 0, std::move(keep_alive));
-  if (first == nullptr) fail<ValueError>(function, "data is null for shape ", l.shape);
+  if (first == nullptr) fail<ValueError>(function, {"data is null for shape ", l.shape});
   if (reinterpret_cast<std::uintptr_t>(first) % std::uintptr_t(element_size) != 0)
-    fail<ValueError>(function, "data ", static_cast<const void*>(first), " is not aligned to ",
-                     element_size, " bytes, as ", dtype_name, " needs");
+    fail<ValueError>(function, {"data ", static_cast<const void*>(first), " is not aligned to ",
+                                element_size, " bytes, as ", dtype_name, " needs"});
   // extent() checks the span, which bounds -e.lowest (l.offset is 0 here): no step can wrap.
   const layout::Extent e = layout::extent(l, function);
   const index_t bytes = checked_mul(e.highest - e.lowest + 1, element_size, function);
@@ -113,7 +113,7 @@ class Tensor : public ViewMethods<Tensor<T>> {
   static Tensor full(Shape shape, T value) { return Tensor(std::move(shape), value); }
   /// 0, 1, ..., n-1 as T, shape {n}. ShapeError for n < 0.
   static Tensor arange(index_t n) {
-    if (n < 0) detail::fail<ShapeError>("arange", "n ", n, " must be >= 0");
+    if (n < 0) detail::fail<ShapeError>("arange", {"n ", n, " must be >= 0"});
     Tensor out = empty(Shape{n});
     for (index_t i = 0; i < n; ++i)
       out.data()[i] = static_cast<T>(i);
@@ -140,8 +140,9 @@ class Tensor : public ViewMethods<Tensor<T>> {
   static Tensor borrow(std::span<T> values, Shape shape,
                        std::shared_ptr<const void> keep_alive = {}) {
     if (static_cast<index_t>(values.size()) != shape.numel())
-      detail::fail<ShapeError>("Tensor::borrow", "span has ", values.size(), " elements but shape ",
-                               shape, " holds ", shape.numel());
+      detail::fail<ShapeError>(
+          "Tensor::borrow",
+          {"span has ", values.size(), " elements but shape ", shape, " holds ", shape.numel()});
     return borrow(values.data(), std::move(shape), std::move(keep_alive));
   }
   /// A contiguous copy of a view of memory the caller owns.
@@ -198,8 +199,8 @@ class Tensor : public ViewMethods<Tensor<T>> {
   /// item(); ValueError otherwise.
   T item() const {
     if (numel() != 1)
-      detail::fail<ValueError>("item", "needs a tensor of one element, got shape ", shape(), " (",
-                               numel(), " elements)");
+      detail::fail<ValueError>("item", {"needs a tensor of one element, got shape ", shape(), " (",
+                                        numel(), " elements)"});
     return *data();
   }
 
@@ -303,9 +304,9 @@ class Tensor : public ViewMethods<Tensor<T>> {
   template <class Iterator>
   Tensor(Shape sizes, Iterator values, index_t count) : Tensor(empty(std::move(sizes))) {
     if (count != numel())
-      detail::fail<ShapeError>("Tensor", "got ", count, " values for shape ", this->shape(),
-                               ", which holds ", numel(), " elements",
-                               count == 1 ? " (to fill, pass the value without braces)" : "");
+      detail::fail<ShapeError>(
+          "Tensor", {"got ", count, " values for shape ", this->shape(), ", which holds ", numel(),
+                     " elements", count == 1 ? " (to fill, pass the value without braces)" : ""});
     std::copy_n(values, count, data());
   }
 
@@ -316,19 +317,20 @@ class Tensor : public ViewMethods<Tensor<T>> {
 
   void require_contiguous(const char* function) const {
     if (!this->is_contiguous())
-      detail::fail<ValueError>(function, "needs a contiguous tensor, got strides ",
-                               detail::listed(layout_.strides), " for shape ", this->shape(),
-                               "; call contiguous() first");
+      detail::fail<ValueError>(
+          function, {"needs a contiguous tensor, got strides ", detail::listed(layout_.strides),
+                     " for shape ", this->shape(), "; call contiguous() first"});
   }
   void require_matrix() const {
     if (this->dim() != 2)
-      detail::fail<ShapeError>("matrix", "needs a rank-2 tensor, got shape ", this->shape());
+      detail::fail<ShapeError>("matrix", {"needs a rank-2 tensor, got shape ", this->shape()});
     if (this->size(1) > 1 && layout_.strides[1] != 1)
-      detail::fail<ValueError>("matrix", "needs unit column stride, got strides ",
-                               detail::listed(layout_.strides), "; call contiguous() first");
+      detail::fail<ValueError>(
+          "matrix", {"needs unit column stride, got strides ", detail::listed(layout_.strides),
+                     "; call contiguous() first"});
     if (this->size(0) > 1 && layout_.strides[0] < this->size(1))
-      detail::fail<ValueError>("matrix", "needs rows that do not overlap, got strides ",
-                               detail::listed(layout_.strides));
+      detail::fail<ValueError>("matrix", {"needs rows that do not overlap, got strides ",
+                                          detail::listed(layout_.strides)});
   }
   index_t row_stride() const { return this->size(0) > 1 ? layout_.strides[0] : this->size(1); }
 
@@ -456,9 +458,9 @@ Tensor<std::remove_cv_t<U>> Tensor<T>::checked_cast() const {
       },
       out, *this);
   if (bad >= 0)
-    detail::fail<ValueError>("checked_cast", "element ", bad, " (row-major) is ",
-                             detail::widen(bad_value), ", which ", dtype_name_of<D>,
-                             " cannot hold (", detail::held_values<D>(), ")");
+    detail::fail<ValueError>(
+        "checked_cast", {"element ", bad, " (row-major) is ", detail::widen(bad_value), ", which ",
+                         dtype_name_of<D>, " cannot hold (", detail::held_values<D>(), ")"});
   return out;
 }
 

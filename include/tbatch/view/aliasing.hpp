@@ -175,10 +175,11 @@ TBATCH_INLINE bool may_share_elements(const void* a_base, const Layout& a, index
 
 TBATCH_INLINE void check_distinct_layout(const Layout& l, const char* function, const char* name) {
   if (repeats_elements(l))
-    fail<ValueError>(function, name, " has shape ", l.shape, " and strides ", listed(l.strides),
-                     ", which put several of its elements at one address (an expanded or "
-                     "overlapping view); expected a view whose elements are distinct, such as a "
-                     "clone()");
+    fail<ValueError>(function,
+                     {name, " has shape ", l.shape, " and strides ", listed(l.strides),
+                      ", which put several of its elements at one address (an expanded or "
+                      "overlapping view); expected a view whose elements are distinct, such as a "
+                      "clone()"});
 }
 
 #endif  // TBATCH_DEFINITIONS

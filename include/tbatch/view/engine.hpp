@@ -251,17 +251,16 @@ void copy_views_planned(const StridedView<const S>& src, const StridedView<D>& d
 template <class S, class D>
 void copy_layouts(const S* src, const Layout& sl, D* dst, const Layout& dl, Stores stores) {
   if (!(sl.shape == dl.shape))
-    fail<ShapeError>("copy", "source shape ", sl.shape, " does not match destination shape ",
-                     dl.shape);
+    fail<ShapeError>("copy",
+                     {"source shape ", sl.shape, " does not match destination shape ", dl.shape});
   if constexpr (std::is_same_v<S, D>) {
     if (dl.shape.numel() == 0) return;
-    if (copy_dense_rows(src, sl, dst, dl, stores)) return;
-    // The planned walk only moves bytes: every element type of one width shares one compiled
-    // walk. (Dense copies stay typed above: they are row copies, and re-binding the views as
-    // words would cost more than a small one.)
+    // A copy only moves bytes: every element type of one width shares one compiled copy.
     using W = WordOf<S>;
-    copy_views_planned(StridedView<const W>(reinterpret_cast<const W*>(src), sl),
-                       StridedView<W>(reinterpret_cast<W*>(dst), dl), stores);
+    const W* const src_words = reinterpret_cast<const W*>(src);
+    W* const dst_words = reinterpret_cast<W*>(dst);
+    if (copy_dense_rows(src_words, sl, dst_words, dl, stores)) return;
+    copy_views_planned(StridedView<const W>(src_words, sl), StridedView<W>(dst_words, dl), stores);
   } else {
     copy_views_planned(StridedView<const S>(src, sl), StridedView<D>(dst, dl), stores);
   }

@@ -22,8 +22,8 @@ template <class V, class... Vs>
 void check_same_shapes(const char* function, const V& first, const Vs&... rest) {
   [[maybe_unused]] auto check = [&](const auto& view) {
     if (!(view.shape() == first.shape()))
-      fail<ShapeError>(function, "operand shape ", view.shape(), " does not match shape ",
-                       first.shape());
+      fail<ShapeError>(function,
+                       {"operand shape ", view.shape(), " does not match shape ", first.shape()});
   };
   (check(rest), ...);
 }

@@ -36,8 +36,9 @@ inline Strides contiguous_strides(const Shape& shape) {
   for (std::size_t d = shape.size(); d-- > 0;) {
     strides[d] = stride;
     if (detail::multiply_overflows(stride, std::max<index_t>(shape[d], 1), stride))
-      detail::fail<ShapeError>("Tensor", "shape ", shape,
-                               " is too large: its row-major strides overflow a 64-bit index");
+      detail::fail<ShapeError>(
+          "Tensor",
+          {"shape ", shape, " is too large: its row-major strides overflow a 64-bit index"});
   }
   return strides;
 }
@@ -66,10 +67,10 @@ inline bool is_contiguous(const Layout& l) {
 inline index_t normalize_dim(index_t dim, index_t rank, const char* function) {
   if (dim < -rank || dim >= rank) {
     if (rank == 0)
-      detail::fail<IndexError>(function, "dim ", dim,
-                               " given for a tensor of rank 0, which has no dims");
-    detail::fail<IndexError>(function, "dim ", dim, " is out of range for a tensor of rank ", rank,
-                             " (expected ", -rank, " to ", rank - 1, ")");
+      detail::fail<IndexError>(function,
+                               {"dim ", dim, " given for a tensor of rank 0, which has no dims"});
+    detail::fail<IndexError>(function, {"dim ", dim, " is out of range for a tensor of rank ", rank,
+                                        " (expected ", -rank, " to ", rank - 1, ")"});
   }
   return dim < 0 ? dim + rank : dim;
 }
@@ -79,7 +80,7 @@ inline index_t normalize_dim(index_t dim, index_t rank, const char* function) {
 inline Layout slice(const Layout& l, index_t dim, std::optional<index_t> start,
                     std::optional<index_t> stop, index_t step = 1) {
   const index_t d = normalize_dim(dim, l.dim(), "slice");
-  if (step == 0) detail::fail<ValueError>("slice", "step 0 at dim ", dim, " must be non-zero");
+  if (step == 0) detail::fail<ValueError>("slice", {"step 0 at dim ", dim, " must be non-zero"});
   const index_t size = l.shape[d];
   auto adjust = [&](std::optional<index_t> bound, index_t fallback, index_t lo, index_t hi) {
     if (!bound) return fallback;
@@ -108,8 +109,9 @@ inline Layout select(const Layout& l, index_t dim, index_t index) {
   const index_t d = normalize_dim(dim, l.dim(), "select");
   const index_t size = l.shape[d];
   if (index < -size || index >= size)
-    detail::fail<IndexError>("select", "index ", index, " is out of range for dim ", dim,
-                             " of size ", size, " (expected ", -size, " to ", size - 1, ")");
+    detail::fail<IndexError>("select",
+                             {"index ", index, " is out of range for dim ", dim, " of size ", size,
+                              " (expected ", -size, " to ", size - 1, ")"});
   if (index < 0) index += size;
   Layout out = l;
   out.offset += index * l.strides[d];
@@ -123,12 +125,12 @@ inline Layout narrow(const Layout& l, index_t dim, index_t start, index_t length
   const index_t d = normalize_dim(dim, l.dim(), "narrow");
   const index_t size = l.shape[d];
   if (start < -size || start > size)
-    detail::fail<IndexError>("narrow", "start ", start, " is out of range for dim ", dim,
-                             " of size ", size);
+    detail::fail<IndexError>(
+        "narrow", {"start ", start, " is out of range for dim ", dim, " of size ", size});
   if (start < 0) start += size;
   if (length < 0 || length > size - start)
-    detail::fail<IndexError>("narrow", "length ", length, " from start ", start, " exceeds dim ",
-                             dim, " of size ", size);
+    detail::fail<IndexError>("narrow", {"length ", length, " from start ", start, " exceeds dim ",
+                                        dim, " of size ", size});
   Layout out = l;
   if (length > 0) out.offset += start * l.strides[d];
   out.shape.set(d, length);
@@ -139,15 +141,15 @@ inline Layout narrow(const Layout& l, index_t dim, index_t start, index_t length
 inline Layout permute(const Layout& l, const std::vector<index_t>& dims) {
   const index_t rank = l.dim();
   if (static_cast<index_t>(dims.size()) != rank)
-    detail::fail<ShapeError>("permute", "got ", dims.size(), " dims for a tensor of rank ", rank,
-                             "; expected a permutation of all ", rank, " dims");
+    detail::fail<ShapeError>("permute", {"got ", dims.size(), " dims for a tensor of rank ", rank,
+                                         "; expected a permutation of all ", rank, " dims"});
   detail::SmallVector<bool, 8> seen(dims.size(), false);
   Layout out;
   out.offset = l.offset;
   out.strides.resize(dims.size());
   for (std::size_t i = 0; i < dims.size(); ++i) {
     const index_t d = normalize_dim(dims[i], rank, "permute");
-    if (seen[d]) detail::fail<ValueError>("permute", "dim ", dims[i], " appears more than once");
+    if (seen[d]) detail::fail<ValueError>("permute", {"dim ", dims[i], " appears more than once"});
     seen[d] = true;
     out.shape.push_back(l.shape[d]);
     out.strides[i] = l.strides[d];
@@ -203,8 +205,8 @@ inline Layout expand(const Layout& l, const std::vector<index_t>& sizes) {
   const index_t rank = l.dim();
   const index_t new_rank = static_cast<index_t>(sizes.size());
   if (new_rank < rank)
-    detail::fail<ShapeError>("expand", "the number of sizes (", new_rank,
-                             ") must be at least the tensor's rank (", rank, ")");
+    detail::fail<ShapeError>("expand", {"the number of sizes (", new_rank,
+                                        ") must be at least the tensor's rank (", rank, ")"});
   Layout out;
   out.offset = l.offset;
   out.strides.resize(sizes.size());
@@ -213,8 +215,8 @@ inline Layout expand(const Layout& l, const std::vector<index_t>& sizes) {
     const index_t want = sizes[static_cast<std::size_t>(i)];
     if (i < lead) {
       if (want < 0)
-        detail::fail<ShapeError>("expand", "size ", want, " at new leading dim ", i,
-                                 " must be >= 0");
+        detail::fail<ShapeError>("expand",
+                                 {"size ", want, " at new leading dim ", i, " must be >= 0"});
       out.shape.push_back(want);
       out.strides[i] = 0;
       continue;
@@ -228,9 +230,9 @@ inline Layout expand(const Layout& l, const std::vector<index_t>& sizes) {
       out.shape.push_back(want);
       out.strides[i] = 0;
     } else {
-      detail::fail<ShapeError>("expand", "size ", want, " at dim ", i,
-                               " does not match the existing size ", have,
-                               " (only size-1 dims expand)");
+      detail::fail<ShapeError>(
+          "expand", {"size ", want, " at dim ", i, " does not match the existing size ", have,
+                     " (only size-1 dims expand)"});
     }
   }
   out.shape.numel();
@@ -245,12 +247,12 @@ inline Shape infer_size(const std::vector<index_t>& sizes, index_t numel, const 
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] == -1) {
       if (infer_at)
-        detail::fail<ShapeError>(function, "only one size may be -1, got -1 at dims ", *infer_at,
-                                 " and ", i);
+        detail::fail<ShapeError>(
+            function, {"only one size may be -1, got -1 at dims ", *infer_at, " and ", i});
       infer_at = i;
     } else if (sizes[i] < 0) {
-      detail::fail<ShapeError>(function, "size ", sizes[i], " at dim ", i,
-                               " is invalid; expected >= 0 or -1");
+      detail::fail<ShapeError>(
+          function, {"size ", sizes[i], " at dim ", i, " is invalid; expected >= 0 or -1"});
     } else {
       known = detail::checked_mul(known, sizes[i], function);
       extent = detail::checked_mul(extent, std::max<index_t>(sizes[i], 1), function);
@@ -259,12 +261,12 @@ inline Shape infer_size(const std::vector<index_t>& sizes, index_t numel, const 
   index_t inferred = 0;
   if (infer_at) {
     if (known == 0 || numel % known != 0)
-      detail::fail<ShapeError>(function, "shape ", detail::listed(sizes), " is invalid for ", numel,
-                               " elements: the other sizes multiply to ", known);
+      detail::fail<ShapeError>(function, {"shape ", detail::listed(sizes), " is invalid for ",
+                                          numel, " elements: the other sizes multiply to ", known});
     inferred = numel / known;
   } else if (known != numel) {
-    detail::fail<ShapeError>(function, "shape ", Shape(sizes.begin(), sizes.end()),
-                             " is invalid for ", numel, " elements");
+    detail::fail<ShapeError>(function, {"shape ", Shape(sizes.begin(), sizes.end()),
+                                        " is invalid for ", numel, " elements"});
   }
   Shape resolved;  // built directly: no intermediate vector to allocate
   for (std::size_t i = 0; i < sizes.size(); ++i)
@@ -317,7 +319,8 @@ inline std::optional<Layout> try_flatten(const Layout& l, index_t start, index_t
   if (l.dim() == 0) return try_view(l, {1}, "flatten");
   const index_t s = normalize_dim(start, l.dim(), "flatten");
   const index_t e = normalize_dim(end, l.dim(), "flatten");
-  if (s > e) detail::fail<IndexError>("flatten", "start dim ", start, " comes after end dim ", end);
+  if (s > e)
+    detail::fail<IndexError>("flatten", {"start dim ", start, " comes after end dim ", end});
   std::vector<index_t> sizes;
   for (index_t d = 0; d < s; ++d)
     sizes.push_back(l.shape[d]);
@@ -333,7 +336,7 @@ inline std::optional<Layout> try_flatten(const Layout& l, index_t start, index_t
 /// Splits `dim` into `sizes` (one -1 allowed); always a view.
 inline Layout unflatten(const Layout& l, index_t dim, const std::vector<index_t>& sizes) {
   const index_t d = normalize_dim(dim, l.dim(), "unflatten");
-  if (sizes.empty()) detail::fail<ShapeError>("unflatten", "sizes must not be empty");
+  if (sizes.empty()) detail::fail<ShapeError>("unflatten", {"sizes must not be empty"});
   const Shape inner = infer_size(sizes, l.shape[d], "unflatten");
   Layout out;
   out.offset = l.offset;
@@ -364,10 +367,10 @@ inline Layout unflatten(const Layout& l, index_t dim, const std::vector<index_t>
 /// holds each window's elements. Always a view; windows overlap when step < size.
 inline Layout unfold(const Layout& l, index_t dim, index_t size, index_t step) {
   const index_t d = normalize_dim(dim, l.dim(), "unfold");
-  if (step <= 0) detail::fail<ValueError>("unfold", "step ", step, " must be positive");
+  if (step <= 0) detail::fail<ValueError>("unfold", {"step ", step, " must be positive"});
   if (size < 0 || size > l.shape[d])
-    detail::fail<ShapeError>("unfold", "window size ", size, " at dim ", dim,
-                             " must be between 0 and the dim's size ", l.shape[d]);
+    detail::fail<ShapeError>("unfold", {"window size ", size, " at dim ", dim,
+                                        " must be between 0 and the dim's size ", l.shape[d]});
   Layout out = l;
   out.shape.set(d, (l.shape[d] - size) / step + 1);
   // With one window the stride is never used; keeping it avoids overflowing on a huge step.
@@ -383,13 +386,13 @@ inline std::vector<Layout> split(const Layout& l, const std::vector<index_t>& si
   index_t total = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 0)
-      detail::fail<ValueError>("split", "split size ", sizes[i], " at position ", i,
-                               " must be >= 0");
+      detail::fail<ValueError>("split",
+                               {"split size ", sizes[i], " at position ", i, " must be >= 0"});
     total = detail::checked_add(total, sizes[i], "split");
   }
   if (total != l.shape[d])
-    detail::fail<ValueError>("split", "split sizes sum to ", total, " but dim ", dim, " has size ",
-                             l.shape[d]);
+    detail::fail<ValueError>(
+        "split", {"split sizes sum to ", total, " but dim ", dim, " has size ", l.shape[d]});
   std::vector<Layout> pieces;
   index_t start = 0;
   for (index_t size : sizes) {
@@ -403,7 +406,7 @@ inline std::vector<Layout> split(const Layout& l, const std::vector<index_t>& si
 inline std::vector<Layout> split(const Layout& l, index_t size, index_t dim) {
   const index_t d = normalize_dim(dim, l.dim(), "split");
   if (size <= 0 && !(size == 0 && l.shape[d] == 0))
-    detail::fail<ValueError>("split", "split size ", size, " must be positive");
+    detail::fail<ValueError>("split", {"split size ", size, " must be positive"});
   std::vector<index_t> sizes;
   for (index_t start = 0; start < l.shape[d]; start += size)
     sizes.push_back(std::min(size, l.shape[d] - start));
@@ -414,7 +417,7 @@ inline std::vector<Layout> split(const Layout& l, index_t size, index_t dim) {
 /// At most `chunks` pieces of ceil(size / chunks) elements along `dim` (as torch.chunk).
 inline std::vector<Layout> chunk(const Layout& l, index_t chunks, index_t dim) {
   const index_t d = normalize_dim(dim, l.dim(), "chunk");
-  if (chunks <= 0) detail::fail<ValueError>("chunk", "chunks ", chunks, " must be positive");
+  if (chunks <= 0) detail::fail<ValueError>("chunk", {"chunks ", chunks, " must be positive"});
   const index_t size = l.shape[d];
   const index_t piece = (size + chunks - 1) / chunks;
   if (piece == 0) return std::vector<Layout>(static_cast<std::size_t>(chunks), l);
@@ -451,9 +454,9 @@ inline Extent extent(const Layout& l, const char* function) {
   index_t span = 0;
   if (overflows || detail::subtract_overflows(e.highest, e.lowest, span) ||
       span == std::numeric_limits<index_t>::max())
-    detail::fail<ShapeError>(function, "shape ", l.shape, " with strides ",
-                             detail::listed(l.strides), " and offset ", l.offset,
-                             " spans more elements than a 64-bit index holds");
+    detail::fail<ShapeError>(
+        function, {"shape ", l.shape, " with strides ", detail::listed(l.strides), " and offset ",
+                   l.offset, " spans more elements than a 64-bit index holds"});
   return e;
 }
 
@@ -462,15 +465,15 @@ inline Extent extent(const Layout& l, const char* function) {
 /// rank. A layout without elements addresses none.
 inline void check_inside(const Layout& l, index_t capacity, const char* function) {
   if (l.strides.size() != l.shape.size())
-    detail::fail<ShapeError>(function, "layout has ", l.strides.size(),
-                             " strides for a shape of rank ", l.shape.size());
+    detail::fail<ShapeError>(function, {"layout has ", l.strides.size(),
+                                        " strides for a shape of rank ", l.shape.size()});
   if (l.shape.numel() == 0) return;
   const Extent e = extent(l, function);
   if (e.lowest < 0 || e.highest >= capacity)
-    detail::fail<ValueError>(function, "layout with shape ", l.shape, ", strides ",
-                             detail::listed(l.strides), " and offset ", l.offset,
-                             " reaches elements ", e.lowest, " to ", e.highest,
-                             ", outside the buffer of ", capacity, " elements");
+    detail::fail<ValueError>(
+        function, {"layout with shape ", l.shape, ", strides ", detail::listed(l.strides),
+                   " and offset ", l.offset, " reaches elements ", e.lowest, " to ", e.highest,
+                   ", outside the buffer of ", capacity, " elements"});
 }
 
 /// True when `from` broadcasts to exactly `to` (numpy rules, as expand() accepts).
@@ -487,8 +490,8 @@ inline bool broadcasts_to(const Shape& from, const Shape& to) {
 inline Layout broadcast(const Layout& l, const Shape& shape, const char* function,
                         const char* name) {
   if (!broadcasts_to(l.shape, shape))
-    detail::fail<ShapeError>(function, name, " of shape ", l.shape,
-                             " does not broadcast to the shape ", shape);
+    detail::fail<ShapeError>(
+        function, {name, " of shape ", l.shape, " does not broadcast to the shape ", shape});
   Layout out{shape, Strides(shape.size(), 0), l.offset};
   const std::size_t lead = shape.size() - l.shape.size();
   for (std::size_t i = 0; i < l.shape.size(); ++i)
@@ -504,8 +507,9 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b, const char* functi
     const index_t sa = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
     const index_t sb = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
     if (sa != sb && sa != 1 && sb != 1)
-      detail::fail<ShapeError>(function, "shapes ", a, " and ", b,
-                               " cannot be broadcast together (dim ", i, ": ", sa, " vs ", sb, ")");
+      detail::fail<ShapeError>(
+          function, {"shapes ", a, " and ", b, " cannot be broadcast together (dim ", i, ": ", sa,
+                     " vs ", sb, ")"});
     out.push_back(sa == 1 ? sb : sa);
   }
   return out;

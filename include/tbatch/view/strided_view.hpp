@@ -29,8 +29,9 @@ class StridedView : public ViewMethods<StridedView<T>> {
   StridedView(T* data, Shape shape, Strides strides)
       : base_(data), layout_{std::move(shape), std::move(strides), 0} {
     if (layout_.strides.size() != layout_.shape.size())
-      detail::fail<ShapeError>("StridedView", "got ", layout_.strides.size(),
-                               " strides for a shape of rank ", layout_.shape.size());
+      detail::fail<ShapeError>(
+          "StridedView",
+          {"got ", layout_.strides.size(), " strides for a shape of rank ", layout_.shape.size()});
     layout_.shape.numel();
   }
   /// Internal: a view into the buffer starting at `base` with a full layout (offset included).
@@ -60,10 +61,11 @@ class StridedView : public ViewMethods<StridedView<T>> {
   Layout take_layout() && { return std::move(layout_); }
 
   StridedView copy_reshaped(const Shape& shape) const {
-    detail::fail<ShapeError>("reshape", "a StridedView of shape ", this->shape(), " and strides ",
-                             detail::listed(layout_.strides), " cannot be viewed as ", shape,
-                             " without copying, and a StridedView does not own memory to copy "
-                             "into; copy it into a Tensor first");
+    detail::fail<ShapeError>("reshape",
+                             {"a StridedView of shape ", this->shape(), " and strides ",
+                              detail::listed(layout_.strides), " cannot be viewed as ", shape,
+                              " without copying, and a StridedView does not own memory to copy "
+                              "into; copy it into a Tensor first"});
   }
 
  private:

@@ -76,9 +76,10 @@ class ViewMethods {
   Derived view_as(const std::vector<index_t>& sizes) const {
     if (auto viewed = layout::try_view(layout(), sizes, "view_as"))
       return rebind(std::move(*viewed));
-    detail::fail<ShapeError>("view_as", "shape ", detail::listed(sizes),
-                             " cannot be a view of a tensor with shape ", shape(), " and strides ",
-                             detail::listed(strides()), "; use reshape, which copies when it must");
+    detail::fail<ShapeError>(
+        "view_as",
+        {"shape ", detail::listed(sizes), " cannot be a view of a tensor with shape ", shape(),
+         " and strides ", detail::listed(strides()), "; use reshape, which copies when it must"});
   }
   /// view_as when the strides allow it, else a contiguous copy (one size may be -1). ShapeError
   /// when the element count differs or more than one size is -1.
@@ -163,13 +164,13 @@ class ViewMethods {
   }
   index_t checked_position_of(std::initializer_list<index_t> idx) const {
     if (static_cast<index_t>(idx.size()) != dim())
-      detail::fail<IndexError>("at", "got ", idx.size(), " indices for a tensor of rank ", dim());
+      detail::fail<IndexError>("at", {"got ", idx.size(), " indices for a tensor of rank ", dim()});
     index_t position = layout().offset, d = 0;
     for (index_t i : idx) {
       const index_t size = layout().shape[d];
       if (i < -size || i >= size)
-        detail::fail<IndexError>("at", "index ", i, " is out of range for dim ", d, " of size ",
-                                 size);
+        detail::fail<IndexError>("at",
+                                 {"index ", i, " is out of range for dim ", d, " of size ", size});
       position += (i < 0 ? i + size : i) * layout().strides[d++];
     }
     return position;
