@@ -671,6 +671,14 @@ TEMPLATE_TEST_CASE("AnyTensor compares and tests elements as a plain loop does",
           std::vector<bool>{true, false, true});
     CHECK(!AnyTensor(Tensor<T>(Shape{1}, T(-0.0f))).any_nonzero());
     CHECK(AnyTensor(Tensor<T>(Shape{1}, nan)).all_nonzero());
+    // Infinities equal themselves only; a NaN with its sign bit set is still a NaN; the largest
+    // finite value is not infinity.
+    const T inf = std::numeric_limits<T>::infinity(), top = std::numeric_limits<T>::max();
+    const Tensor<T> p(Shape{5}, std::vector<T>{inf, -inf, T(-nan), top, T(-2)});
+    const Tensor<T> q(Shape{5}, std::vector<T>{inf, inf, T(-nan), inf, T(-2)});
+    CHECK(AnyTensor(p).equal_elements(AnyTensor(q), "test").to_vector() ==
+          std::vector<bool>{true, false, false, false, true});
+    CHECK(AnyTensor(Tensor<T>(Shape{2}, std::vector<T>{-inf, T(-nan)})).all_nonzero());
   }
 }
 

@@ -12,6 +12,7 @@
 #include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/errors.hpp"
 #include "tbatch/batch/layouts.hpp"
+#include "tbatch/batch/metadata.hpp"
 #include "tbatch/interop/arrow_abi.hpp"
 #include "tbatch/interop/arrow_checks.hpp"
 #include "tbatch/interop/arrow_format.hpp"
@@ -103,13 +104,13 @@ inline PackedParts packed_parts(const FlatValues& flat, const std::vector<index_
                     Tensor<index_t>::empty(Shape{batch + 1})};
   index_t* s = parts.shape_per_tensor.data();
   index_t* first = parts.first_idx.data();
-  first[0] = 0;
   for (index_t r = 0; r < batch; ++r) {
     index_t rows = 1;
     for (index_t d = 0; d + 1 < rank; ++d)
       rows = checked_mul(rows, s[r * (rank - 1) + d] = shapes[std::size_t(r * rank + d)], function);
-    first[r + 1] = checked_add(first[r], rows, function);
+    first[r + 1] = rows;
   }
+  running_sum_in_place(first, batch);
   const AnyTensor& v = flat.values;
   Shape shape{first[batch], last};
   Layout l{shape, layout::contiguous_strides(shape), v.layout().offset};

@@ -184,9 +184,8 @@ class AnyTensor {
   StridedView<W> words(const Layout& l) const {
     return StridedView<W>(static_cast<W*>(storage_->data()), l);
   }
-  /// Calls fn(std::type_identity<E>{}) with the type E that comparisons read elements as: the
-  /// element type itself for floating types (NaN, -0.0), a word of its size for integers and
-  /// bool, whose values are equal exactly when their bits are.
+  /// Calls fn(std::type_identity<W>{}, bits) with the word W of the element size, which
+  /// comparisons read elements as, and the detail::ComparedBits of the dtype.
   template <class Fn>
   void visit_compared(Fn&& fn) const;
 
@@ -199,32 +198,47 @@ class AnyTensor {
 
 namespace detail {
 
-/// Equality and non-zero tests on an element read as a floating type or as a word (see
-/// AnyTensor::visit_compared).
-template <class E>
-bool elements_equal(const E& x, const E& y) {
-  if constexpr (is_word_v<E>)
-    return x.bits == y.bits;
-  else
-    return widen(x) == widen(y);
-}
-template <class E>
-bool is_nonzero(const E& x) {
-  if constexpr (is_word_v<E>)
-    return x.bits != 0;
-  else
-    return widen(x) != 0;
+/// Equality and non-zero tests on elements read as words U: integers and bool are equal exactly
+/// when their bits are; a floating type's values through `magnitude` (every bit but the sign's)
+/// and `infinity` (+inf's bits, which every NaN's magnitude exceeds): NaN is unequal to
+/// everything and nonzero, -0.0 equals 0.0 and is zero. Comparing bits keeps one compiled loop
+/// per element width instead of one per type.
+template <class U>
+struct ComparedBits {
+  U magnitude, infinity;
+  bool nonzero(U x) const { return (x & magnitude) != 0; }
+  bool equal(U x, U y) const {
+    return (x == y && (x & magnitude) <= infinity) || ((x | y) & magnitude) == 0;
+  }
+};
+
+/// The bits of +inf for the floating dtypes, nullopt for the others.
+inline std::optional<std::uint64_t> infinity_bits(DType dtype) {
+  switch (dtype) {
+    case DType::float32:
+      return 0x7f800000u;
+    case DType::float64:
+      return 0x7ff0000000000000u;
+    case DType::float16:
+      return 0x7c00u;
+    case DType::bfloat16:
+      return 0x7f80u;
+    default:
+      return std::nullopt;
+  }
 }
 
 }  // namespace detail
 
 template <class Fn>
 void AnyTensor::visit_compared(Fn&& fn) const {
-  detail::dispatch_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
-    if constexpr (FloatingElement<T>)
-      fn(std::type_identity<T>{});
-    else
-      fn(std::type_identity<detail::WordOf<T>>{});
+  const std::optional<std::uint64_t> infinity = detail::infinity_bits(dtype_);
+  detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
+    using U = decltype(W::bits);
+    const U all = static_cast<U>(~U(0));
+    fn(std::type_identity<W>{},
+       infinity ? detail::ComparedBits<U>{static_cast<U>(all >> 1), static_cast<U>(*infinity)}
+                : detail::ComparedBits<U>{all, all});
   });
 }
 
@@ -328,25 +342,25 @@ TBATCH_INLINE Tensor<bool> AnyTensor::equal_elements(const AnyTensor& other,
   if (!(other.shape() == shape()))
     detail::fail<ShapeError>(function, {"shapes ", shape(), " and ", other.shape(), " differ"});
   Tensor<bool> out = Tensor<bool>::empty(shape());
-  visit_compared([&]<class E>(std::type_identity<E>) {
-    for_each([](bool& r, const E& x, const E& y) { r = detail::elements_equal(x, y); }, out.view(),
-             words<const E>(layout_), other.words<const E>(other.layout_));
+  visit_compared([&]<class W>(std::type_identity<W>, const auto& bits) {
+    for_each([&bits](bool& r, const W& x, const W& y) { r = bits.equal(x.bits, y.bits); },
+             out.view(), words<const W>(layout_), other.words<const W>(other.layout_));
   });
   return out;
 }
 
 TBATCH_INLINE bool AnyTensor::all_nonzero() const {
   bool all = true;
-  visit_compared([&]<class E>(std::type_identity<E>) {
-    for_each([&](const E& x) { all = all && detail::is_nonzero(x); }, words<const E>(layout_));
+  visit_compared([&]<class W>(std::type_identity<W>, const auto& bits) {
+    for_each([&](const W& x) { all = all && bits.nonzero(x.bits); }, words<const W>(layout_));
   });
   return all;
 }
 
 TBATCH_INLINE bool AnyTensor::any_nonzero() const {
   bool any = false;
-  visit_compared([&]<class E>(std::type_identity<E>) {
-    for_each([&](const E& x) { any = any || detail::is_nonzero(x); }, words<const E>(layout_));
+  visit_compared([&]<class W>(std::type_identity<W>, const auto& bits) {
+    for_each([&](const W& x) { any = any || bits.nonzero(x.bits); }, words<const W>(layout_));
   });
   return any;
 }
