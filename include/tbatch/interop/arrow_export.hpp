@@ -94,13 +94,23 @@ void release_exported(S* s) {
   delete share;
 }
 
-inline void emit(ArrayTree& tree, ArrowArray& out, ArrayNode& node) {
+inline void emit(ArrayTree& tree, ArrowArray& out, ArrayNode& node);
+inline void emit(SchemaTree& tree, ArrowSchema& out, SchemaNode& node);
+
+/// Emits node's children into structs of `tree` and returns the list of their addresses.
+template <class S, class Tree, class Node>
+std::vector<S*>& emit_children(Tree& tree, Node& node) {
   auto& children = tree.children.emplace_back();
-  for (ArrayNode& child : node.children) {
-    ArrowArray& slot = tree.nodes.emplace_back();
+  for (Node& child : node.children) {
+    S& slot = tree.nodes.emplace_back();
     children.push_back(&slot);
     emit(tree, slot, child);
   }
+  return children;
+}
+
+inline void emit(ArrayTree& tree, ArrowArray& out, ArrayNode& node) {
+  auto& children = emit_children<ArrowArray>(tree, node);
   auto& buffers = tree.buffers.emplace_back(std::move(node.buffers));
   out = ArrowArray{node.length,
                    0,
@@ -115,12 +125,7 @@ inline void emit(ArrayTree& tree, ArrowArray& out, ArrayNode& node) {
 }
 
 inline void emit(SchemaTree& tree, ArrowSchema& out, SchemaNode& node) {
-  auto& children = tree.children.emplace_back();
-  for (SchemaNode& child : node.children) {
-    ArrowSchema& slot = tree.nodes.emplace_back();
-    children.push_back(&slot);
-    emit(tree, slot, child);
-  }
+  auto& children = emit_children<ArrowSchema>(tree, node);
   const char* format = tree.strings.emplace_back(std::move(node.format)).c_str();
   const char* name = tree.strings.emplace_back(std::move(node.name)).c_str();
   const char* metadata =

@@ -22,6 +22,7 @@
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/for_each.hpp"
 #include "tbatch/view/layout.hpp"
+#include "tbatch/view/raw_view.hpp"
 
 #if TBATCH_DEFINITIONS
 #include <cstring>
@@ -289,25 +290,16 @@ TBATCH_INLINE AnyTensor AnyTensor::clone() const {
 
 TBATCH_INLINE AnyTensor AnyTensor::index_planned(detail::IndexPlan&& plan) const {
   if (!plan.has_advanced()) return with_layout(std::move(plan.basic));
-  AnyTensor out = empty(dtype_, detail::indexed_shape(plan));
-  detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
-    detail::gather_planned(words<const W>(layout_).element_pointer(), plan,
-                           out.words<W>(out.layout_));
-  });
-  return out;
+  detail::Indexed gathered =
+      detail::gather_indexed(detail::RawView{storage_->data(), layout_, dtype_}, plan);
+  return AnyTensor(std::move(gathered.storage), std::move(gathered.layout), dtype_);
 }
 
 TBATCH_INLINE void AnyTensor::index_put_planned(const detail::IndexPlan& plan,
                                                 const AnyTensor& value, const char* function) {
   value.require_dtype(dtype_, function);
-  const Shape shape = detail::indexed_shape(plan);
-  if (!layout::broadcasts_to(value.shape(), shape))
-    detail::fail<ShapeError>(function, {"value of shape ", value.shape(),
-                                        " cannot be broadcast to the indexed shape ", shape});
-  const Layout expanded = layout::expand(value.layout_, std::vector<index_t>(shape));
-  detail::dispatch_width(element_size(), [&]<class W>(std::type_identity<W>) {
-    detail::put_planned(words<W>(layout_).element_pointer(), plan, value.words<const W>(expanded));
-  });
+  detail::put_indexed(detail::RawView{storage_->data(), layout_, dtype_}, plan,
+                      detail::RawView{value.storage_->data(), value.layout_, dtype_}, function);
 }
 
 TBATCH_INLINE void AnyTensor::assign(const AnyTensor& source, const char* function) {

@@ -87,6 +87,13 @@ TBATCH_INLINE void index_put_raw(const RawView& self, std::initializer_list<Tens
                                  const RawView& value);
 TBATCH_INLINE void index_fill_raw(const RawView& self, std::initializer_list<TensorIndex> indices,
                                   const void* value, const char* function);
+/// The elements that `plan` (made for self's layout, with index tensors or masks) selects from
+/// `self`, gathered into new contiguous storage.
+TBATCH_INLINE Indexed gather_indexed(const RawView& self, const IndexPlan& plan);
+/// Writes `value`, broadcast to the indexed shape (ShapeError naming `function` otherwise), into
+/// the elements of `self` that `plan` selects.
+TBATCH_INLINE void put_indexed(const RawView& self, const IndexPlan& plan, const RawView& value,
+                               const char* function);
 
 }  // namespace detail
 
@@ -348,6 +355,10 @@ void put_planned(T* base, const IndexPlan& plan, const StridedView<const T>& sou
 TBATCH_INLINE Indexed index_raw(const RawView& self, std::initializer_list<TensorIndex> indices) {
   IndexPlan plan = plan_index(self.layout, indices, self.layout.dim(), "index");
   if (!plan.has_advanced()) return {nullptr, std::move(plan.basic)};
+  return gather_indexed(self, plan);
+}
+
+TBATCH_INLINE Indexed gather_indexed(const RawView& self, const IndexPlan& plan) {
   Shape shape = indexed_shape(plan);
   const index_t n = shape.numel(), size = self.element_size();
   Indexed out{Storage::allocate(n, size), layout::contiguous(std::move(shape))};
@@ -361,11 +372,16 @@ TBATCH_INLINE Indexed index_raw(const RawView& self, std::initializer_list<Tenso
 TBATCH_INLINE void index_put_raw(const RawView& self, std::initializer_list<TensorIndex> indices,
                                  const RawView& value) {
   check_distinct_layout(self.layout, "index_put", "the tensor");
-  const IndexPlan plan = plan_index(self.layout, indices, self.layout.dim(), "index_put");
+  put_indexed(self, plan_index(self.layout, indices, self.layout.dim(), "index_put"), value,
+              "index_put");
+}
+
+TBATCH_INLINE void put_indexed(const RawView& self, const IndexPlan& plan, const RawView& value,
+                               const char* function) {
   const Shape target = indexed_shape(plan);
   if (!layout::broadcasts_to(value.layout.shape, target))
-    fail<ShapeError>("index_put", {"value of shape ", value.layout.shape,
-                                   " cannot be broadcast to the indexed shape ", target});
+    fail<ShapeError>(function, {"value of shape ", value.layout.shape,
+                                " cannot be broadcast to the indexed shape ", target});
   const Layout expanded = layout::expand(value.layout, std::vector<index_t>(target));
   dispatch_width(self.element_size(), [&]<class W>(std::type_identity<W>) {
     put_planned(static_cast<W*>(self.base), plan,
