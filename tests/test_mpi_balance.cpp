@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tbatch/mpi/balance.hpp"
@@ -201,7 +202,7 @@ TEST_CASE("balanced_shares names the share of each position", "[mpi_balance]") {
     const std::vector<index_t> first = offsets_of(rows);
     const std::vector<index_t> bounds =
         balanced_boundaries(first.data(), index_t(rows.size()), ranks);
-    const std::vector<int> share = balanced_shares(rows, ranks);
+    const std::vector<int> share = balanced_shares(rows, ranks, "test");
     REQUIRE(share.size() == rows.size());
     for (std::size_t p = 0; p < rows.size(); ++p) {
       const auto k = std::size_t(share[p]);
@@ -209,7 +210,15 @@ TEST_CASE("balanced_shares names the share of each position", "[mpi_balance]") {
       CHECK(index_t(p) < bounds[k + 1]);
     }
   }
-  CHECK(balanced_shares({}, 3).empty());
+  CHECK(balanced_shares({}, 3, "test").empty());
+  // A total past int64 is an error naming the caller, not a wrapped sum.
+  const index_t huge = std::numeric_limits<index_t>::max();
+  try {
+    (void)balanced_shares({huge, 1}, 2, "mpi::rebalance");
+    FAIL("no error for rows summing past int64");
+  } catch (const ShapeError& e) {
+    CHECK(std::string(e.what()).rfind("mpi::rebalance:", 0) == 0);
+  }
 }
 
 TEST_CASE("local_part is the rank's slice of the global order", "[mpi_balance]") {
@@ -239,9 +248,9 @@ TEST_CASE("buckets_by_size splits the size order into balanced shares", "[mpi_ba
     std::vector<index_t> sorted_rows;
     for (const index_t g : sorted)
       sorted_rows.push_back(rows[std::size_t(g)]);
-    const std::vector<int> share_at = balanced_shares(sorted_rows, ranks);
+    const std::vector<int> share_at = balanced_shares(sorted_rows, ranks, "test");
     for (int me = 0; me < ranks; ++me) {
-      const Buckets b = buckets_by_size(rows, ranks, me);
+      const Buckets b = buckets_by_size(rows, ranks, me, "test");
       REQUIRE(b.share.size() == rows.size());
       std::vector<index_t> received;  // global indices `me` receives, in global order
       for (std::size_t g = 0; g < rows.size(); ++g)

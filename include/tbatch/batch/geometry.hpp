@@ -233,7 +233,8 @@ TBATCH_INLINE Tensor<index_t> packed_first_idx(const Tensor<index_t>& shape_per_
   first[0] = 0;
   for (index_t i = 0; i < batch; ++i)  // elements of rank 2 have their size as their row count
     append_running_sum(first, i,
-                       columns == 1 ? sizes[i] : row_count(sizes + i * columns, columns, function));
+                       columns == 1 ? sizes[i] : row_count(sizes + i * columns, columns, function),
+                       function);
   return out;
 }
 

@@ -85,17 +85,16 @@ void check_first_idx(const char* function, const index_t* first, index_t batch, 
 }
 
 /// first[i + 1] = first[i] + n, where n is element i's row count: ValueError when n is
-/// negative, ShapeError when the sum overflows.
-inline void append_running_sum(index_t* first, index_t i, index_t n) {
+/// negative, ShapeError when the sum overflows, naming `function`.
+inline void append_running_sum(index_t* first, index_t i, index_t n, const char* function) {
   if (n < 0)
-    fail<ValueError>("get_first_idx",
-                     {"numel_per_tensor[", i, "] = ", n, " is negative; expected >= 0"});
-  first[i + 1] = checked_add(first[i], n, "get_first_idx");
+    fail<ValueError>(function, {"numel_per_tensor[", i, "] = ", n, " is negative; expected >= 0"});
+  first[i + 1] = checked_add(first[i], n, function);
 }
 
 /// Turns first[1..batch], a count per element, into first[0..batch] = 0 then their running sum
-/// in place, with get_first_idx's checks and errors.
-TBATCH_INLINE void running_sum_in_place(index_t* first, index_t batch);
+/// in place, with append_running_sum's checks and errors.
+TBATCH_INLINE void running_sum_in_place(index_t* first, index_t batch, const char* function);
 
 }  // namespace detail
 
@@ -156,10 +155,10 @@ TBATCH_INLINE Tensor<index_t> checked_shape_per_tensor(const Tensor<index_t>& sh
   return dense;
 }
 
-TBATCH_INLINE void running_sum_in_place(index_t* first, index_t batch) {
+TBATCH_INLINE void running_sum_in_place(index_t* first, index_t batch, const char* function) {
   first[0] = 0;
   for (index_t i = 0; i < batch; ++i)
-    append_running_sum(first, i, first[i + 1]);
+    append_running_sum(first, i, first[i + 1], function);
 }
 
 }  // namespace detail
@@ -175,7 +174,7 @@ TBATCH_INLINE Tensor<index_t> get_first_idx(const Tensor<index_t>& numel_per_ten
   const Tensor<index_t> counts = numel_per_tensor.contiguous();
   Tensor<index_t> out = Tensor<index_t>::empty(Shape{batch + 1});
   std::copy_n(counts.data(), batch, out.data() + 1);
-  detail::running_sum_in_place(out.data(), batch);
+  detail::running_sum_in_place(out.data(), batch, "get_first_idx");
   return out;
 }
 

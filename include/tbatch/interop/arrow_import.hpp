@@ -110,7 +110,7 @@ inline PackedParts packed_parts(const FlatValues& flat, const std::vector<index_
       rows = checked_mul(rows, s[r * (rank - 1) + d] = shapes[std::size_t(r * rank + d)], function);
     first[r + 1] = rows;
   }
-  running_sum_in_place(first, batch);
+  running_sum_in_place(first, batch, function);
   const AnyTensor& v = flat.values;
   Shape shape{first[batch], last};
   Layout l{shape, layout::contiguous_strides(shape), v.layout().offset};

@@ -46,8 +46,9 @@ TBATCH_INLINE std::vector<index_t> balanced_boundaries(const index_t* first_idx,
                                                        int parts);
 
 /// The share of `ranks` contiguous shares, balanced by rows (balanced_boundaries), that holds
-/// position p of a sequence whose row counts are `rows` (in that order).
-TBATCH_INLINE std::vector<int> balanced_shares(const std::vector<index_t>& rows, int ranks);
+/// position p of a sequence whose row counts are `rows` (in that order); errors name `function`.
+TBATCH_INLINE std::vector<int> balanced_shares(const std::vector<index_t>& rows, int ranks,
+                                               const char* function);
 
 /// Rank `me`'s part of `global` (one entry per element of every rank, rank 0's first), where
 /// rank r holds batches[r] elements.
@@ -66,7 +67,8 @@ struct Buckets {
   std::vector<index_t> order;
 };
 
-TBATCH_INLINE Buckets buckets_by_size(const std::vector<index_t>& rows, int ranks, int me);
+TBATCH_INLINE Buckets buckets_by_size(const std::vector<index_t>& rows, int ranks, int me,
+                                      const char* function);
 
 /// Where each element goes when element i (of rows[i] rows) is sent to rank destination[i]
 /// (each in [0, ranks)): a stable counting sort by destination into send buffers that hold each
@@ -161,10 +163,11 @@ TBATCH_INLINE std::vector<index_t> balanced_boundaries(const index_t* first_idx,
   return bounds;
 }
 
-TBATCH_INLINE std::vector<int> balanced_shares(const std::vector<index_t>& rows, int ranks) {
+TBATCH_INLINE std::vector<int> balanced_shares(const std::vector<index_t>& rows, int ranks,
+                                               const char* function) {
   std::vector<index_t> first(rows.size() + 1, 0);
   std::copy(rows.begin(), rows.end(), first.begin() + 1);
-  tbatch::detail::running_sum_in_place(first.data(), index_t(rows.size()));
+  tbatch::detail::running_sum_in_place(first.data(), index_t(rows.size()), function);
   const std::vector<index_t> bounds =
       balanced_boundaries(first.data(), index_t(rows.size()), ranks);
   std::vector<int> share(rows.size());
@@ -193,12 +196,13 @@ TBATCH_INLINE std::vector<index_t> size_order(const std::vector<index_t>& rows) 
   return sorted;
 }
 
-TBATCH_INLINE Buckets buckets_by_size(const std::vector<index_t>& rows, int ranks, int me) {
+TBATCH_INLINE Buckets buckets_by_size(const std::vector<index_t>& rows, int ranks, int me,
+                                      const char* function) {
   const std::vector<index_t> sorted = size_order(rows);
   std::vector<index_t> sorted_rows(rows.size());
   for (std::size_t p = 0; p < rows.size(); ++p)
     sorted_rows[p] = rows[std::size_t(sorted[p])];
-  const std::vector<int> share_at = balanced_shares(sorted_rows, ranks);
+  const std::vector<int> share_at = balanced_shares(sorted_rows, ranks, function);
   Buckets b;
   b.share.resize(rows.size());  // by global index
   for (std::size_t p = 0; p < rows.size(); ++p)

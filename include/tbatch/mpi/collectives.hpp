@@ -97,7 +97,7 @@ PackedBatch<T> rebalance(MPI_Comm comm, const PackedBatch<T>& local) {
                                             local.batch_size(), local.data().size(0), -1);
   const std::vector<index_t> rows =
       detail::global_rows(comm, a, detail::element_rows(local), function);
-  const std::vector<int> share = detail::balanced_shares(rows, a.size);
+  const std::vector<int> share = detail::balanced_shares(rows, a.size, function);
   const std::vector<int> to =
       detail::local_part(detail::per_rank(a, &detail::Descriptor::batch), a.me, share);
   return detail::exchange(comm, a, local, to, function);
@@ -116,7 +116,7 @@ PackedBatch<T> bucket_by_size(MPI_Comm comm, const PackedBatch<T>& local) {
                                             local.batch_size(), local.data().size(0), -1);
   const std::vector<index_t> rows =
       detail::global_rows(comm, a, detail::element_rows(local), function);
-  const detail::Buckets buckets = detail::buckets_by_size(rows, a.size, a.me);
+  const detail::Buckets buckets = detail::buckets_by_size(rows, a.size, a.me, function);
   const std::vector<int> to =
       detail::local_part(detail::per_rank(a, &detail::Descriptor::batch), a.me, buckets.share);
   const PackedBatch<T> received = detail::exchange(comm, a, local, to, function);

@@ -161,7 +161,8 @@ PackedBatch<detail::ValueOf<B>> masked_select(const B& x, const M& mask) {
         detail::RawView{const_cast<bool*>(mask.data().element_pointer()), own, DType::boolean});
     for (index_t d = 1; d < columns; ++d)
       sizes[d] = shape[static_cast<std::size_t>(d)];
-    detail::append_running_sum(first, i, detail::row_count(sizes, columns, "masked_select"));
+    detail::append_running_sum(first, i, detail::row_count(sizes, columns, "masked_select"),
+                               "masked_select");
   }
   const index_t width = rows ? x.last_dim() : 1;
   // One row more than the elements need: the kernel may write one value past the last.

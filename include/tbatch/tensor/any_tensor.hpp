@@ -215,18 +215,12 @@ struct ComparedBits {
 
 /// The bits of +inf for the floating dtypes, nullopt for the others.
 inline std::optional<std::uint64_t> infinity_bits(DType dtype) {
-  switch (dtype) {
-    case DType::float32:
-      return 0x7f800000u;
-    case DType::float64:
-      return 0x7ff0000000000000u;
-    case DType::float16:
-      return 0x7c00u;
-    case DType::bfloat16:
-      return 0x7f80u;
-    default:
+  return dispatch_dtype(dtype, []<class T>(std::type_identity<T>) -> std::optional<std::uint64_t> {
+    if constexpr (FloatingElement<T>)
+      return to_word(std::numeric_limits<T>::infinity()).bits;
+    else
       return std::nullopt;
-  }
+  });
 }
 
 }  // namespace detail
