@@ -7,6 +7,7 @@
 
 #include "tbatch/batch/metadata.hpp"
 #include "tbatch/tensor/tensor.hpp"
+#include "tbatch/view/walk.hpp"
 
 namespace tbatch {
 
@@ -95,6 +96,18 @@ class BatchGeometry {
     for (index_t e = d + 1; e < columns_; ++e)
       stride *= size(i, e);
     return stride;
+  }
+
+  /// Where each element starts (start(i)) as blocks of rows (walk_blocks) see it.
+  BlockStarts block_starts() const {
+    if (kind_ == BatchKind::packed) return {first_, first_stride_, data_->strides[0], 0};
+    return BlockStarts::every(data_->strides[0]);
+  }
+  /// Each element's row count (rows(i)) as blocks of rows see it: packed batches, and elements
+  /// of rank 2 (columns() == 1) of the others.
+  BlockRows block_rows() const {
+    if (kind_ == BatchKind::packed) return BlockRows::between(first_, first_stride_);
+    return BlockRows::counts(sizes_, kind_ == BatchKind::exact ? 0 : size_row_);
   }
 
   /// Element i's layout in the data: shape (sizes..., last_dim).

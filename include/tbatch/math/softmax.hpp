@@ -16,6 +16,7 @@
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/layout.hpp"
 #include "tbatch/view/raw_view.hpp"
+#include "tbatch/view/walk.hpp"
 
 #if TBATCH_DEFINITIONS
 #include <Eigen/Core>
@@ -30,13 +31,12 @@ namespace detail {
 /// into `out`, of x's shape and dtype and sharing no element with x.
 TBATCH_INLINE void softmax_raw(bool log, const RawView& x, const RawView& out, index_t dim);
 
-/// Blocks whose softmax runs along their rows: block k holds rows[k] rows of `width` contiguous
-/// values, from element offset x_start[k] of x and out_start[k] of out, consecutive rows x_row
+/// Blocks whose softmax runs along their rows: block k holds rows(k) rows of `width` contiguous
+/// values, from element offset x_start(k) of x and out_start(k) of out, consecutive rows x_row
 /// and out_row elements apart. The blocks of out share no element with x.
 struct SoftmaxBlocks {
-  const index_t* x_start;
-  const index_t* out_start;
-  const index_t* rows;
+  BlockStarts x_start, out_start;
+  BlockRows rows;
   index_t count, width, x_row, out_row;
 };
 /// The library's entry point (compiled mode) of the blocks' softmax: float and double.
@@ -81,7 +81,7 @@ template <class C>
 void softmax_blocks(bool log, const C* x, C* out, const SoftmaxBlocks& b) {
   Eigen::Array<C, Eigen::Dynamic, 1> maximum(b.width), sum(b.width);
   for (index_t k = 0; k < b.count; ++k)
-    softmax_block(log, x + b.x_start[k], b.x_row, out + b.out_start[k], b.out_row, b.rows[k],
+    softmax_block(log, x + b.x_start(k), b.x_row, out + b.out_start(k), b.out_row, b.rows(k),
                   b.width, maximum, sum);
 }
 

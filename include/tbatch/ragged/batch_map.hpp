@@ -10,7 +10,6 @@
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "tbatch/base/errors.hpp"
 #include "tbatch/batch/geometry.hpp"
@@ -147,52 +146,30 @@ BatchOf<B, R> map_batch(const B& a, const Whole& whole, const Write& write) {
   }
 }
 
-/// RowBlocks with the table its pointers point into (moved, never copied).
-template <std::size_t N>
-struct RowTable {
-  std::vector<index_t> table;
-  RowBlocks<N> blocks;
-
-  RowTable() = default;
-  RowTable(RowTable&&) = default;
-  RowTable(const RowTable&) = delete;
-};
-
 /// Blocks of rows over the data of padded batches of (L_i, D) elements (of one
 /// shape_per_tensor) whose values are dense (D at stride 1): block i is element i's rows in each
 /// operand, then `Extra` broadcast operands (start 0, rows and values 0 apart), so that an
 /// elementwise op runs on every element in one kernel call; the kernel writes the padding of a
 /// contiguous operand 0 (pad_to). nullopt when an operand does not qualify.
 template <std::size_t Extra = 0, class... T>
-std::optional<RowTable<sizeof...(T) + Extra>> padded_rows(const PaddedBatch<T>&... batches) {
-  constexpr std::size_t N = sizeof...(T) + Extra;
+std::optional<RowBlocks<sizeof...(T) + Extra>> padded_rows(const PaddedBatch<T>&... batches) {
   const std::array<const Layout*, sizeof...(T)> data{&batches.data().layout()...};
-  const Tensor<index_t>& sizes = std::get<0>(std::forward_as_tuple(batches...)).shape_per_tensor();
-  const index_t batch = sizes.size(0);
-  if (batch == 0 || sizes.size(1) != 1) return std::nullopt;
+  const std::array<BlockStarts, sizeof...(T)> starts{geometry_of(batches).block_starts()...};
+  const auto& first = std::get<0>(std::forward_as_tuple(batches...));
+  if (first.batch_size() == 0 || first.element_rank() != 2) return std::nullopt;
   for (const Layout* l : data)
     if (l->shape[2] > 1 && l->strides[2] != 1) return std::nullopt;
-  RowTable<N> out;
-  out.table.assign(static_cast<std::size_t>(static_cast<index_t>(sizeof...(T) + 2) * batch), 0);
-  index_t* rows = out.table.data();
-  index_t* zeros = rows + batch;
-  for (index_t i = 0; i < batch; ++i)
-    rows[i] = sizes.data()[i * sizes.stride(0)];
-  for (std::size_t j = 0; j < N; ++j) {
-    out.blocks.start[j] = zeros;
-    if (j >= data.size()) continue;
-    index_t* start = zeros + static_cast<index_t>(j + 1) * batch;
-    for (index_t i = 0; i < batch; ++i)
-      start[i] = i * data[j]->strides[0];
-    out.blocks.start[j] = start;
-    out.blocks.row[j] = data[j]->strides[1];
-    out.blocks.col[j] = 1;
+  RowBlocks<sizeof...(T) + Extra> out;
+  for (std::size_t j = 0; j < data.size(); ++j) {
+    out.start[j] = starts[j];
+    out.row[j] = data[j]->strides[1];
+    out.col[j] = 1;
   }
-  out.blocks.rows = rows;
-  out.blocks.count = batch;
-  out.blocks.width = data[0]->shape[2];
+  out.rows = geometry_of(first).block_rows();
+  out.count = first.batch_size();
+  out.width = data[0]->shape[2];
   // A contiguous operand 0 (the result) gets its padding written with the elements.
-  if (layout::is_contiguous(*data[0])) out.blocks.pad_to = data[0]->strides[0];
+  if (layout::is_contiguous(*data[0])) out.pad_to = data[0]->strides[0];
   return out;
 }
 

@@ -8,7 +8,6 @@
 #include <optional>
 #include <string>
 #include <type_traits>
-#include <vector>
 
 #include "tbatch/base/dtype.hpp"
 #include "tbatch/base/errors.hpp"
@@ -58,7 +57,7 @@ B batch_unary(const B& x, const UnaryParams<ValueOf<B>>& params = {}) {
   if constexpr (kind_of<B> == BatchKind::padded) {
     auto [out, data] = padded_result<T>(x);
     if (const auto rows = padded_rows(out, x)) {
-      run_unary_blocks<Op, T>(rows->blocks, data.data(), x.data().data(), params);
+      run_unary_blocks<Op, T>(*rows, data.data(), x.data().data(), params);
       return out;
     }
   }
@@ -82,7 +81,7 @@ BatchOf<B, BinaryResult<Op, ValueOf<B>>> batch_binary(const char* function, cons
     auto [out, data] = padded_result<R>(a);
     if (const auto rows = padded_rows(out, a, b)) {
       check_element_operands<Op>(function, b.data(), gb, b.batch_size());
-      run_binary_blocks<Op, T>(rows->blocks, data.data(), a.data().data(), b.data().data());
+      run_binary_blocks<Op, T>(*rows, data.data(), a.data().data(), b.data().data());
       return out;
     }
   }
@@ -111,13 +110,13 @@ BatchOf<B, BinaryResult<Op, ValueOf<B>>> batch_scalar(const char* function, cons
       const StridedView<const T> v = broadcast_value(value, Shape{});
       if (scalar_first) {
         check_element_operands<Op>(function, a.data(), geometry_of(a), a.batch_size());
-        std::swap(rows->blocks.start[1], rows->blocks.start[2]);
-        std::swap(rows->blocks.row[1], rows->blocks.row[2]);
-        std::swap(rows->blocks.col[1], rows->blocks.col[2]);
-        run_binary_blocks<Op, T>(rows->blocks, data.data(), &value, a.data().data());
+        std::swap(rows->start[1], rows->start[2]);
+        std::swap(rows->row[1], rows->row[2]);
+        std::swap(rows->col[1], rows->col[2]);
+        run_binary_blocks<Op, T>(*rows, data.data(), &value, a.data().data());
       } else {
         check_operand<Op>(function, v, "b");
-        run_binary_blocks<Op, T>(rows->blocks, data.data(), a.data().data(), &value);
+        run_binary_blocks<Op, T>(*rows, data.data(), a.data().data(), &value);
       }
       return out;
     }
@@ -154,32 +153,25 @@ std::optional<BatchOf<B, BinaryResult<Op, ValueOf<B>>>> dense_blocks(
   const index_t slot_rows = rank == 3 ? dense.size(1) : 1;
   const index_t row = rank == 3 && slot_rows != 1 ? dense.stride(1) : 0;
   const BatchGeometry in = geometry_of(a);
-  std::vector<index_t> starts(static_cast<std::size_t>(4 * batch));
-  index_t* out_start = starts.data();
-  index_t* a_start = out_start + batch;
-  index_t* d_start = a_start + batch;
-  index_t* rows = d_start + batch;
-  for (index_t i = 0; i < batch; ++i) {
-    rows[i] = in.rows(i);
-    if (slot_rows != 1 && slot_rows < rows[i])
-      fail<ShapeError>(function, {"the dense operand's dim 1 has size ", slot_rows, " but element ",
-                                  i, " has shape ", a.shape_of(i), "; expected 1 (broadcast), ",
-                                  rows[i], " or more (a padded operand)"});
-    a_start[i] = in.start(i);
-    d_start[i] = i * dense.stride(0);
-  }
+  if (slot_rows != 1)
+    for (index_t i = 0; i < batch; ++i)
+      if (slot_rows < in.rows(i))
+        fail<ShapeError>(function,
+                         {"the dense operand's dim 1 has size ", slot_rows, " but element ", i,
+                          " has shape ", a.shape_of(i), "; expected 1 (broadcast), ", in.rows(i),
+                          " or more (a padded operand)"});
   // Every row of packed data is an element's; a padded result's slots are contiguous, and the
   // kernel writes each slot's padding (0) after its rows (pad_to), so nothing is written twice.
   BatchOf<B, R> out = with_metadata<R>(a, Tensor<R>::empty(a.data().shape()));
   const BatchGeometry result = geometry_of(out);
-  for (index_t i = 0; i < batch; ++i)
-    out_start[i] = result.start(i);
+  const BlockStarts out_start = result.block_starts(), a_start = in.block_starts(),
+                    d_start = BlockStarts::every(dense.stride(0));
   const index_t a_row = in.stride(0, 0), out_row = result.stride(0, 0);
   Tensor<R> data = out.data();
   const index_t pad_to = kind_of<B> == BatchKind::padded ? data.stride(0) : 0;
   if (dense_first)
     run_binary_blocks<Op, T>(RowBlocks<3>{{out_start, d_start, a_start},
-                                          rows,
+                                          in.block_rows(),
                                           batch,
                                           width,
                                           {out_row, row, a_row},
@@ -188,7 +180,7 @@ std::optional<BatchOf<B, BinaryResult<Op, ValueOf<B>>>> dense_blocks(
                              data.data(), dense.data(), a.data().data());
   else
     run_binary_blocks<Op, T>(RowBlocks<3>{{out_start, a_start, d_start},
-                                          rows,
+                                          in.block_rows(),
                                           batch,
                                           width,
                                           {out_row, a_row, row},

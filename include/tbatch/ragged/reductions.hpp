@@ -228,17 +228,10 @@ B softmax_element_blocks(bool log, const B& x) {
   B out = with_metadata<T>(x, kind_of<B> == BatchKind::padded ? Tensor<T>(x.data().shape(), T{})
                                                               : Tensor<T>::empty(x.data().shape()));
   const BatchGeometry in = geometry_of(x), result = geometry_of(out);
-  const index_t batch = x.batch_size();
-  std::vector<index_t> starts(static_cast<std::size_t>(3 * batch));
-  for (index_t i = 0; i < batch; ++i) {
-    starts[static_cast<std::size_t>(i)] = in.start(i);
-    starts[static_cast<std::size_t>(batch + i)] = result.start(i);
-    starts[static_cast<std::size_t>(2 * batch + i)] = in.rows(i);
-  }
   Tensor<T> data = out.data();
   run_softmax_blocks<T>(
       log, x.data().data(), data.data(),
-      SoftmaxBlocks{starts.data(), starts.data() + batch, starts.data() + 2 * batch, batch,
+      SoftmaxBlocks{in.block_starts(), result.block_starts(), in.block_rows(), x.batch_size(),
                     x.last_dim(), in.stride(0, 0), result.stride(0, 0)});
   return out;
 }
@@ -286,39 +279,39 @@ std::optional<BatchReduction<Out, B>> ragged_dim_blocks(const B& x, const Dims& 
   if (reduced_element_dims(dims, rank, function) != std::vector<bool>{true, false}) return {};
   const index_t batch = x.batch_size(), width = x.last_dim();
   const BatchGeometry g = geometry_of(x);
-  std::vector<index_t> starts(static_cast<std::size_t>(3 * batch));
-  index_t* acc_start = starts.data();
-  index_t* x_start = acc_start + batch;
-  index_t* rows = x_start + batch;
-  for (index_t i = 0; i < batch; ++i) {
-    rows[i] = g.rows(i);
-    if (rows[i] == 0 && !empty)
-      fail<ShapeError>(function,
-                       {"element ", i, " of shape ", x.shape_of(i),
-                        " has nothing along the reduced dims; pass a value for empty elements"});
-    acc_start[i] = i * width;
-    x_start[i] = g.start(i);
-  }
+  const BlockRows rows = g.block_rows();
+  if (!empty)
+    for (index_t i = 0; i < batch; ++i)
+      if (rows(i) == 0)
+        fail<ShapeError>(function,
+                         {"element ", i, " of shape ", x.shape_of(i),
+                          " has nothing along the reduced dims; pass a value for empty elements"});
   Tensor<A> acc = Tensor<A>::empty(Shape{batch, width});  // rows of empty elements: unread
   if (batch > 0)
-    run_reduce_blocks<R, T>(
-        RowBlocks<2>{{acc_start, x_start}, rows, batch, width, {0, g.stride(0, 0)}, {1, 1}},
-        acc.data(), x.data().data());
+    run_reduce_blocks<R, T>(RowBlocks<2>{{BlockStarts::every(width), g.block_starts()},
+                                         rows,
+                                         batch,
+                                         width,
+                                         {0, g.stride(0, 0)},
+                                         {1, 1}},
+                            acc.data(), x.data().data());
   Tensor<Out> out = Tensor<Out>::empty(keepdim ? Shape{batch, 1, width} : Shape{batch, width});
   const A* a = acc.data();
   Out* o = out.data();
-  for (index_t i = 0; i < batch; ++i)
+  for (index_t i = 0; i < batch; ++i) {
+    const index_t count = rows(i);
     for (index_t c = 0; c < width; ++c) {
-      if (rows[i] == 0) {  // its accumulator row was never written
+      if (count == 0) {  // its accumulator row was never written
         o[i * width + c] = *empty;
         continue;
       }
       const A v = a[i * width + c];
       if constexpr (FloatingElement<Out>)
-        o[i * width + c] = static_cast<Out>(mean ? v / static_cast<A>(rows[i]) : v);
+        o[i * width + c] = static_cast<Out>(mean ? v / static_cast<A>(count) : v);
       else
         o[i * width + c] = static_cast<Out>(v);
     }
+  }
   return BatchReduction<Out, B>(std::move(out));
 }
 

@@ -168,17 +168,49 @@ void walk_runs(const RunPlan<N>& plan, std::array<index_t, N> origin, Visit&& vi
   });
 }
 
+/// Where each block of RowBlocks starts in one operand, in elements from its origin: block k at
+/// k * step + offsets[k * offsets_stride] * scale. Regular slots (a padded batch's, a dense
+/// operand's) have a step and no offsets; a packed batch's rows start at its row offsets
+/// (first_idx) times the row stride. Computed as the walk goes, so no table is built per call.
+struct BlockStarts {
+  static constexpr index_t no_offsets[1] = {0};
+  const index_t* offsets = no_offsets;
+  index_t offsets_stride = 0, scale = 0, step = 0;
+
+  index_t operator()(index_t k) const { return k * step + offsets[k * offsets_stride] * scale; }
+  /// Block k at k * step.
+  static BlockStarts every(index_t step) { return {no_offsets, 0, 0, step}; }
+};
+
+/// The row count of each block: block k has ends[k * stride] - begins[k * stride] rows (a
+/// packed batch's row offsets one apart), or counts[k * stride] rows with begins at 0.
+struct BlockRows {
+  const index_t* ends = BlockStarts::no_offsets;
+  const index_t* begins = BlockStarts::no_offsets;
+  index_t stride = 0, begins_stride = 0;
+
+  index_t operator()(index_t k) const { return ends[k * stride] - begins[k * begins_stride]; }
+  /// counts[k * stride] rows in block k (stride 0: all blocks alike).
+  static BlockRows counts(const index_t* counts, index_t stride) {
+    return {counts, BlockStarts::no_offsets, stride, 0};
+  }
+  /// offsets[(k + 1) * stride] - offsets[k * stride] rows in block k.
+  static BlockRows between(const index_t* offsets, index_t stride) {
+    return {offsets + stride, offsets, stride, stride};
+  }
+};
+
 /// Blocks of rows over N operands, for elements of different row counts that share a row
-/// structure (a batch's (L_i, D) elements): block k is rows[k] rows of `width` values; operand
-/// j's block k starts start[j][k] elements from its origin, its rows row[j] apart and its
+/// structure (a batch's (L_i, D) elements): block k is rows(k) rows of `width` values; operand
+/// j's block k starts start[j](k) elements from its origin, its rows row[j] apart and its
 /// values col[j] apart (0: broadcast).
 /// pad_to, when not 0: operand 0's blocks are padded slots, each block's rows following each
 /// other and the slot's padding after them up to pad_to elements from the block's start; the
 /// kernel writes that padding as 0 (while the slot is in cache).
 template <std::size_t N>
 struct RowBlocks {
-  std::array<const index_t*, N> start{};
-  const index_t* rows = nullptr;
+  std::array<BlockStarts, N> start{};
+  BlockRows rows{};
   index_t count = 0, width = 0;
   std::array<index_t, N> row{}, col{};
   index_t pad_to = 0;
@@ -197,14 +229,15 @@ void walk_blocks(const RowBlocks<N>& blocks, Visit&& visit, Ahead&& ahead) {
   const auto offsets = [&](index_t k) {
     std::array<index_t, N> at;
     for (std::size_t j = 0; j < N; ++j)
-      at[j] = blocks.start[j][k];
+      at[j] = blocks.start[j](k);
     return at;
   };
   for (index_t k = 0; k < blocks.count; ++k) {
     if (k + block_lookahead < blocks.count)
-      ahead(offsets(k + block_lookahead), blocks.rows[k + block_lookahead]);
-    if (blocks.rows[k] == 0 && blocks.pad_to == 0) continue;
-    visit(offsets(k), blocks.rows[k]);
+      ahead(offsets(k + block_lookahead), blocks.rows(k + block_lookahead));
+    const index_t rows = blocks.rows(k);
+    if (rows == 0 && blocks.pad_to == 0) continue;
+    visit(offsets(k), rows);
   }
 }
 template <std::size_t N, class Visit>
