@@ -312,6 +312,41 @@ TEMPLATE_TEST_CASE("reductions along the ragged dim of wide elements match each 
   }
 }
 
+TEST_CASE("reductions along the ragged dim of many elements fold them a group at a time",
+          "[ragged][reduce]") {
+  // 2,500 elements of 16 floats fill several groups of accumulator rows (the last one partly),
+  // with empty elements across the groups' edges; packed with rows reversed in memory too.
+  std::mt19937 rng(66);
+  std::vector<Tensor<float>> list;
+  for (index_t i = 0; i < 2500; ++i)
+    list.push_back(strided_tensor<float>(Shape{static_cast<index_t>(rng() % 5), 16}, rng,
+                                         [&] { return random_value<float>(rng); }));
+  const PackedBatch<float> packed = list_to_packed(list);
+  const PackedBatch<float> reversed(packed.data()
+                                        .slice(0, std::nullopt, std::nullopt, -1)
+                                        .contiguous()
+                                        .slice(0, std::nullopt, std::nullopt, -1),
+                                    packed.shape_per_tensor(), packed.first_idx());
+  const PaddedBatch<float> padded = list_to_padded(list, poison<float>());
+  auto check = [&](const auto& x) {
+    const Tensor<float> sums = sum(x, 0), means = mean(x, 0);
+    const Tensor<float> highest = amax(x, 0, false, -5.f);
+    for (index_t i = 0; i < static_cast<index_t>(list.size()); ++i) {
+      INFO("element " << i);
+      const bool empty = list[static_cast<std::size_t>(i)].size(0) == 0;
+      const Tensor<float>& e = list[static_cast<std::size_t>(i)];
+      CHECK(same_values(sums.select(0, i).contiguous(), sum(e, 0)));
+      CHECK(same_values(means.select(0, i).contiguous(),
+                        empty ? Tensor<float>(Shape{16}, 0.f) : mean(e, 0)));
+      CHECK(same_values(highest.select(0, i).contiguous(),
+                        empty ? Tensor<float>(Shape{16}, -5.f) : amax(e, 0)));
+    }
+  };
+  check(packed);
+  check(reversed);
+  check(padded);
+}
+
 TEST_CASE("cu_seqlens, max_seqlen and packed_from_cu_seqlens", "[ragged][varlen]") {
   const std::vector<Tensor<float>> list = {Tensor<float>({3, 2}, 1.f), Tensor<float>({0, 2}),
                                            Tensor<float>({5, 2}, 2.f)};

@@ -53,6 +53,8 @@ inline constexpr index_t min_slab_elements = 4096;
 inline constexpr index_t index_block = 1024;
 /// scatter_reduce mean: positions of self counted at once (index_t counts per position).
 inline constexpr index_t mean_count_block = index_t(1) << 18;
+/// Reductions along the ragged dim: bytes of accumulator rows filled before they are written out.
+inline constexpr index_t reduction_group_bytes = index_t(1) << 16;
 
 }  // namespace detail
 }  // namespace tbatch

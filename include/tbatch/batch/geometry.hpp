@@ -100,7 +100,7 @@ class BatchGeometry {
 
   /// Where each element starts (start(i)) as blocks of rows (walk_blocks) see it.
   BlockStarts block_starts() const {
-    if (kind_ == BatchKind::packed) return {first_, first_stride_, data_->strides[0], 0};
+    if (kind_ == BatchKind::packed) return {first_, first_stride_, data_->strides[0], 0, 0};
     return BlockStarts::every(data_->strides[0]);
   }
   /// Each element's row count (rows(i)) as blocks of rows see it: packed batches, and elements

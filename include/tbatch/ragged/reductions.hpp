@@ -6,6 +6,7 @@
 // what the caller names. Empty elements: sum 0, mean 0, logsumexp -inf, any false, all true;
 // amax / amin raise a ShapeError naming the element unless a value for empty elements is given.
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <string>
@@ -286,30 +287,43 @@ std::optional<BatchReduction<Out, B>> ragged_dim_blocks(const B& x, const Dims& 
         fail<ShapeError>(function,
                          {"element ", i, " of shape ", x.shape_of(i),
                           " has nothing along the reduced dims; pass a value for empty elements"});
-  Tensor<A> acc = Tensor<A>::empty(Shape{batch, width});  // rows of empty elements: unread
-  if (batch > 0)
-    run_reduce_blocks<R, T>(RowBlocks<2>{{BlockStarts::every(width), g.block_starts()},
-                                         rows,
-                                         batch,
+  // The elements are folded a group at a time into accumulator rows that stay in cache, and
+  // each group is written out before the next: accumulators of all B elements went to memory
+  // and back (twice the traffic of the values on 1e5 elements of 1-8 x 16 floats).
+  const index_t group = std::max<index_t>(
+      1, reduction_group_bytes / std::max<index_t>(1, width * index_t(sizeof(A))));
+  Tensor<A> acc = Tensor<A>::empty(Shape{std::min(batch, group), width});
+  Tensor<Out> out = Tensor<Out>::empty(keepdim ? Shape{batch, 1, width} : Shape{batch, width});
+  const BlockStarts starts = g.block_starts();
+  const A* a = acc.data();
+  Out* o = out.data();
+  for (index_t first = 0; first < batch; first += group) {
+    const index_t count = std::min(group, batch - first);
+    run_reduce_blocks<R, T>(RowBlocks<2>{{BlockStarts::every(width), starts.from(first)},
+                                         rows.from(first),
+                                         count,
                                          width,
                                          {0, g.stride(0, 0)},
                                          {1, 1}},
                             acc.data(), x.data().data());
-  Tensor<Out> out = Tensor<Out>::empty(keepdim ? Shape{batch, 1, width} : Shape{batch, width});
-  const A* a = acc.data();
-  Out* o = out.data();
-  for (index_t i = 0; i < batch; ++i) {
-    const index_t count = rows(i);
-    for (index_t c = 0; c < width; ++c) {
-      if (count == 0) {  // its accumulator row was never written
-        o[i * width + c] = *empty;
+    for (index_t k = 0; k < count; ++k) {
+      const index_t n = rows(first + k);
+      Out* to = o + (first + k) * width;
+      const A* from = a + k * width;
+      if (n == 0) {  // its accumulator row was never written
+        std::fill(to, to + width, *empty);
         continue;
       }
-      const A v = a[i * width + c];
-      if constexpr (FloatingElement<Out>)
-        o[i * width + c] = static_cast<Out>(mean ? v / static_cast<A>(count) : v);
-      else
-        o[i * width + c] = static_cast<Out>(v);
+      if constexpr (FloatingElement<Out>) {
+        if (mean) {
+          const A divisor = static_cast<A>(n);
+          for (index_t c = 0; c < width; ++c)
+            to[c] = static_cast<Out>(from[c] / divisor);
+          continue;
+        }
+      }
+      for (index_t c = 0; c < width; ++c)
+        to[c] = static_cast<Out>(from[c]);
     }
   }
   return BatchReduction<Out, B>(std::move(out));

@@ -175,11 +175,17 @@ void walk_runs(const RunPlan<N>& plan, std::array<index_t, N> origin, Visit&& vi
 struct BlockStarts {
   static constexpr index_t no_offsets[1] = {0};
   const index_t* offsets = no_offsets;
-  index_t offsets_stride = 0, scale = 0, step = 0;
+  index_t offsets_stride = 0, scale = 0, step = 0, base = 0;
 
-  index_t operator()(index_t k) const { return k * step + offsets[k * offsets_stride] * scale; }
+  index_t operator()(index_t k) const {
+    return base + k * step + offsets[k * offsets_stride] * scale;
+  }
   /// Block k at k * step.
-  static BlockStarts every(index_t step) { return {no_offsets, 0, 0, step}; }
+  static BlockStarts every(index_t step) { return {no_offsets, 0, 0, step, 0}; }
+  /// The blocks from block `first` on: block k of the result is block first + k.
+  BlockStarts from(index_t first) const {
+    return {offsets + first * offsets_stride, offsets_stride, scale, step, base + first * step};
+  }
 };
 
 /// The row count of each block: block k has ends[k * stride] - begins[k * stride] rows (a
@@ -197,6 +203,10 @@ struct BlockRows {
   /// offsets[(k + 1) * stride] - offsets[k * stride] rows in block k.
   static BlockRows between(const index_t* offsets, index_t stride) {
     return {offsets + stride, offsets, stride, stride};
+  }
+  /// The blocks from block `first` on.
+  BlockRows from(index_t first) const {
+    return {ends + first * stride, begins + first * begins_stride, stride, begins_stride};
   }
 };
 
