@@ -14,6 +14,7 @@
 #include "tbatch/base/config.hpp"
 #include "tbatch/math/elementwise_ops.hpp"
 #include "tbatch/math/map_views.hpp"
+#include "tbatch/view/layout.hpp"
 #include "tbatch/view/raw_view.hpp"
 #include "tbatch/view/strided_view.hpp"
 #include "tbatch/view/walk.hpp"
@@ -46,8 +47,14 @@ TBATCH_INLINE void unary_blocks_raw(UnaryOp op, DType dtype, const RowBlocks<2>&
 template <BinaryOp Op, class T>
 void binary_views(const StridedView<const T>& a, const StridedView<const T>& b,
                   const StridedView<BinaryResult<Op, T>>& out) {
+  // Streaming stores pay when two inputs as large as the output are read (a + b); with a
+  // broadcast operand one input stream is read, and writing through the cache was faster
+  // (docs/benchmarks.md, "Stores").
+  const bool streamed =
+      !layout::repeats_elements(a.layout()) && !layout::repeats_elements(b.layout());
   map_views_with(
-      "elementwise", true, [](T x, T y) { return apply_binary<Op, T>(x, y); }, nullptr, out, a, b);
+      "elementwise", streamed, [](T x, T y) { return apply_binary<Op, T>(x, y); }, nullptr, out, a,
+      b);
 }
 
 /// True when Eigen's vectorised array function computes Op on T (float and double).

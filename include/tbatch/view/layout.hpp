@@ -63,6 +63,14 @@ inline bool is_contiguous(const Layout& l) {
   return true;
 }
 
+/// True when some dim of more than one element has stride 0 (a broadcast or expanded view: it
+/// reads fewer elements than it has).
+inline bool repeats_elements(const Layout& l) {
+  for (std::size_t d = 0; d < l.shape.size(); ++d)
+    if (l.shape[d] > 1 && l.strides[d] == 0) return true;
+  return false;
+}
+
 /// Maps a possibly negative `dim` into [0, rank); IndexError naming `function` otherwise.
 inline index_t normalize_dim(index_t dim, index_t rank, const char* function) {
   if (dim < -rank || dim >= rank) {
