@@ -3,8 +3,10 @@
 
 Writes a CMake project of N files (default 20) that each include tbatch/tbatch.hpp and call
 three ops (list_to_padded, pad and space_to_batch_nd, on a dtype that varies with the file),
-adds this checkout with add_subdirectory, and builds it twice from scratch: header-only, and in
-compiled mode (TBATCH_COMPILED=ON, linking tbatch::compiled; the library's own build counts).
+and builds it three times from scratch: header-only and in compiled mode (TBATCH_COMPILED=ON,
+linking tbatch::compiled) with this checkout added by add_subdirectory, where the library's own
+build counts; and in compiled mode against an installed tbatch (find_package), as a project
+that uses a packaged library builds, the library built and installed once beforehand, untimed.
 Reports each build's wall time and CPU time (user + sys of every process the build ran) and
 the compiled/header-only ratios. From the repository root:
 
@@ -48,8 +50,13 @@ def write_project(directory, files):
         f.write(f"""cmake_minimum_required(VERSION 3.23)
 project(tbatch_project LANGUAGES CXX)
 option(PROJECT_COMPILED "link tbatch::compiled" OFF)
-set(TBATCH_COMPILED ${{PROJECT_COMPILED}} CACHE BOOL "" FORCE)
-add_subdirectory({ROOT} tbatch)
+option(PROJECT_INSTALLED "find_package an installed tbatch (CMAKE_PREFIX_PATH)" OFF)
+if(PROJECT_INSTALLED)
+  find_package(tbatch REQUIRED CONFIG COMPONENTS compiled)
+else()
+  set(TBATCH_COMPILED ${{PROJECT_COMPILED}} CACHE BOOL "" FORCE)
+  add_subdirectory({ROOT} tbatch)
+endif()
 add_library(project_files STATIC {names})
 target_link_libraries(project_files PRIVATE tbatch::tbatch)
 if(PROJECT_COMPILED)
@@ -66,12 +73,26 @@ def children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-def build(directory, compiled, jobs, build_type):
-    binary = os.path.join(directory, "build-" + ("compiled" if compiled else "headers"))
-    shutil.rmtree(binary, ignore_errors=True)
-    subprocess.run(["cmake", "-S", directory, "-B", binary, f"-DCMAKE_BUILD_TYPE={build_type}",
-                    f"-DPROJECT_COMPILED={'ON' if compiled else 'OFF'}"],
+def install_compiled(directory, jobs, build_type):
+    """Builds and installs tbatch with its compiled library into directory/prefix (untimed)."""
+    binary, prefix = os.path.join(directory, "build-library"), os.path.join(directory, "prefix")
+    subprocess.run(["cmake", "-S", ROOT, "-B", binary, f"-DCMAKE_BUILD_TYPE={build_type}",
+                    "-DTBATCH_COMPILED=ON", "-DTBATCH_BUILD_TESTS=OFF",
+                    "-DTBATCH_BUILD_EXAMPLES=OFF", f"-DCMAKE_INSTALL_PREFIX={prefix}"],
                    check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["cmake", "--build", binary, "-j", str(jobs), "--target", "install"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return prefix
+
+
+def build(directory, mode, jobs, build_type, prefix=None):
+    binary = os.path.join(directory, "build-" + mode)
+    shutil.rmtree(binary, ignore_errors=True)
+    configure = ["cmake", "-S", directory, "-B", binary, f"-DCMAKE_BUILD_TYPE={build_type}",
+                 f"-DPROJECT_COMPILED={'OFF' if mode == 'headers' else 'ON'}"]
+    if mode == "installed":
+        configure += ["-DPROJECT_INSTALLED=ON", f"-DCMAKE_PREFIX_PATH={prefix}"]
+    subprocess.run(configure, check=True, stdout=subprocess.DEVNULL)
     cpu, wall = children_cpu(), time.monotonic()
     # The project's target and what it links: not tbatch's io and MPI libraries, which a
     # project that uses neither does not build.
@@ -92,14 +113,17 @@ def main(argv):
         write_project(directory, args.files)
         with open("/proc/loadavg") as f:
             load = f.read().split()[0]
-        results = {mode: build(directory, mode == "compiled", args.jobs, args.build_type)
-                   for mode in ("header-only", "compiled")}
-    (hw, hc), (cw, cc) = results["header-only"], results["compiled"]
+        prefix = install_compiled(directory, args.jobs, args.build_type)
+        results = {mode: build(directory, mode, args.jobs, args.build_type, prefix)
+                   for mode in ("headers", "compiled", "installed")}
+    (hw, hc) = results["headers"]
     print(f"{args.files} files, {args.build_type}, -j{args.jobs}, load {load} at start")
-    print("| mode | wall s | CPU s |\n|---|--:|--:|")
-    print(f"| header-only | {hw:.1f} | {hc:.1f} |")
-    print(f"| compiled (library included) | {cw:.1f} | {cc:.1f} |")
-    print(f"| compiled / header-only | {cw / hw:.2f}x | {cc / hc:.2f}x |")
+    print("| mode | wall s | CPU s | x header-only (CPU) |\n|---|--:|--:|--:|")
+    print(f"| header-only | {hw:.1f} | {hc:.1f} | 1.00x |")
+    for mode, label in (("compiled", "compiled, tbatch added by add_subdirectory (library built)"),
+                        ("installed", "compiled, an installed tbatch (find_package)")):
+        wall, cpu = results[mode]
+        print(f"| {label} | {wall:.1f} | {cpu:.1f} | {cpu / hc:.2f}x |")
     return 0
 
 
