@@ -72,8 +72,8 @@ target_link_libraries(tbatch_strict_warnings PRIVATE tbatch::tbatch)
 tbatch_link_components(tbatch_strict_warnings TBATCH_STRICT mpi io dlpack)
 # These warnings come from the front end: checked by it alone, without optimisation, debug info
 # or sanitizers (nothing runs). The
-# middle end's few warnings (-Wreturn-type among them) are the test build's, which compiles the
-# same headers with -Wall -Wextra -Werror.
+# middle end's few warnings (-Wreturn-type among them) are the suites', which compile the same
+# headers with -Wall -Wextra -Werror.
 set(tbatch_strict_options -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Werror
                           -O0 -g0 -fno-sanitize=all)
 target_compile_options(tbatch_strict_warnings PRIVATE
@@ -87,8 +87,6 @@ tbatch_check_syntax_only(tbatch_strict_warnings)
 set(TBATCH_COMPILE_TIME_GATE
     "tbatch:-O0:2.1,tbatch:-O2:2.7,tbatch:rss:1.7,tbatch_compiled:-O0:1.15,tbatch_compiled:-O2:1.2,tbatch_compiled:rss:1.1,tensor_dict_compiled:-O0:1.2,tensor_dict_compiled:-O2:1.2,safetensors_compiled:-O0:1.35,safetensors_compiled:-O2:1.45"
     CACHE STRING "compile_time.gate's limits: ROW:WHAT:MAX, ratios to the Eigen product file")
-find_program(TBATCH_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
-find_program(TBATCH_PYTHON3 python3)
 if(TBATCH_PYTHON3 AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   add_test(NAME compile_time.gate
            COMMAND ${TBATCH_PYTHON3} ${PROJECT_SOURCE_DIR}/benchmarks/compile_time/compile_time.py
