@@ -232,3 +232,56 @@ TEST_CASE("the exact geometry: every element is a whole slot", "[geometry]") {
     }
   }
 }
+
+TEST_CASE("blocks of rows prefetch only the inputs whose slots the hardware does not follow",
+          "[geometry]") {
+  // 40 elements of 1-8 rows x 16 floats: padded slots of 512 bytes, a (B, 16) operand paired
+  // with them, and the packed rows.
+  std::mt19937 rng(74);
+  std::vector<Tensor<float>> list;
+  for (int i = 0; i < 40; ++i)
+    list.push_back(
+        random_tensor<float>(Shape{std::uniform_int_distribution<index_t>(1, 8)(rng), 16}, rng));
+  const PaddedBatch<float> padded = list_to_padded(list, 0.f);
+  const PackedBatch<float> packed = list_to_packed(list);
+  const Tensor<float> rows = random_tensor<float>(Shape{40, 16}, rng);
+  const BatchGeometry pg = detail::geometry_of(padded), qg = detail::geometry_of(packed);
+  using detail::BlockStarts;
+  const detail::RowBlocks<3> blocks{{pg.block_starts(), pg.block_starts(), BlockStarts::every(16)},
+                                    pg.block_rows(),
+                                    40,
+                                    16,
+                                    {16, 16, 0},
+                                    {1, 1, 1},
+                                    0};
+  const float* x = padded.data().data();
+  const detail::InputPrefetch<3> prefetch = detail::prefetch_inputs(blocks, x, rows.data());
+  CHECK(!blocks.blocks_are_runs());
+  CHECK(prefetch.active());
+  CHECK(prefetch.gapped == std::array<bool, 3>{false, true, false});
+
+  // Packed rows follow each other: the hardware keeps up.
+  detail::RowBlocks<3> packed_blocks = blocks;
+  packed_blocks.start[1] = qg.block_starts();
+  CHECK(!detail::prefetch_inputs(packed_blocks, packed.data().data(), rows.data()).active());
+  // Slots past prefetch_slot_max_bytes: long runs, which the hardware follows.
+  detail::RowBlocks<3> wide = blocks;
+  wide.start[1] = BlockStarts::every(detail::prefetch_slot_max_bytes);
+  CHECK(!detail::prefetch_inputs(wide, x, rows.data()).active());
+
+  // With the prefetches the walk visits the same blocks, in order.
+  std::vector<std::array<index_t, 3>> plain, prefetching;
+  detail::walk_blocks(blocks, [&](const std::array<index_t, 3>& at, index_t n) {
+    plain.push_back({at[1], at[2], n});
+  });
+  detail::walk_blocks_prefetching(
+      blocks,
+      [&](const std::array<index_t, 3>& at, index_t n) {
+        prefetching.push_back({at[1], at[2], n});
+      },
+      prefetch);
+  REQUIRE(plain.size() == 40);
+  CHECK(prefetching == plain);
+  for (index_t i = 0; i < 40; ++i)
+    CHECK(plain[i] == std::array<index_t, 3>{i * padded.data().stride(0), i * 16, list[i].size(0)});
+}

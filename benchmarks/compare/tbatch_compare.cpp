@@ -814,6 +814,11 @@ void ragged_rows(const std::string& tag, const std::vector<Tensor<float>>& list)
       (torch::arange(max_rows).unsqueeze(0) < tlengths.unsqueeze(1)).unsqueeze(-1);
   const torch::Tensor not_mask = ~mask, mask_f = mask.to(torch::kFloat32);
   const torch::Tensor nested = torch::nested::nested_tensor(tlist);
+  // The second operand of `p + q`: the same shapes, other values, other buffers.
+  const tbatch::PackedBatch<float> packed_q = packed.with_data(packed.data() * 0.5f);
+  const tbatch::PaddedBatch<float> padded_q = padded.with_data(padded.data() * 0.5f);
+  const torch::Tensor tpacked_q = torch_view(packed_q.data()),
+                      tpadded_q = torch_view(padded_q.data()), nested_q = nested * 0.5;
   const float inf = std::numeric_limits<float>::infinity();
   const double valid = double(rows * D * 4), padded_bytes = double(B * max_rows * D * 4),
                slots = double(B * D * 4), counts = double(B * 8);
@@ -869,19 +874,19 @@ void ragged_rows(const std::string& tag, const std::vector<Tensor<float>>& list)
                     true);
   run_row(r);
 
-  r.op = "ragged p + p, packed";
+  r.op = "ragged p + q, packed";
   r.bytes = 3 * valid;
-  r.tbatch = [&] { keep(packed + packed); };
-  r.torch = checked(r.op, (packed + packed).data(),
-                    {{"packed + packed", [&] { return tpacked + tpacked; }}});
-  r.torch.push_back(checked_nested(r.op, (padded + padded).data(),
-                                   {"nested + nested", [&] { return nested + nested; }}));
+  r.tbatch = [&] { keep(packed + packed_q); };
+  r.torch = checked(r.op, (packed + packed_q).data(),
+                    {{"packed + packed_q", [&] { return tpacked + tpacked_q; }}});
+  r.torch.push_back(checked_nested(r.op, (padded + padded_q).data(),
+                                   {"nested + nested_q", [&] { return nested + nested_q; }}));
   run_row(r);
-  r.op = "ragged p + p, padded";
+  r.op = "ragged p + q, padded";
   r.bytes = 2 * valid + padded_bytes;
-  r.tbatch = [&] { keep(padded + padded); };
-  r.torch = checked(r.op, (padded + padded).data(),
-                    {{"padded + padded", [&] { return tpadded + tpadded; }}});
+  r.tbatch = [&] { keep(padded + padded_q); };
+  r.torch = checked(r.op, (padded + padded_q).data(),
+                    {{"padded + padded_q", [&] { return tpadded + tpadded_q; }}});
   run_row(r);
 
   r.op = "ragged p - dense (B,D), packed";

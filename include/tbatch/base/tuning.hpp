@@ -55,6 +55,8 @@ inline constexpr index_t index_block = 1024;
 inline constexpr index_t mean_count_block = index_t(1) << 18;
 /// Reductions along the ragged dim: bytes of accumulator rows filled before they are written out.
 inline constexpr index_t reduction_group_bytes = index_t(1) << 16;
+/// Blocks of rows: input slots up to this many bytes apart are prefetched a few blocks ahead.
+inline constexpr index_t prefetch_slot_max_bytes = 4096;
 
 }  // namespace detail
 }  // namespace tbatch

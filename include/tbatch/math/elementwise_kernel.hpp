@@ -119,8 +119,9 @@ void binary_blocks(const RowBlocks<3>& blocks, BinaryResult<Op, T>* out, const T
 /// both operands is one run, computed with Eigen's functions where unary_views uses them.
 template <UnaryOp Op, class T>
 void unary_blocks(const RowBlocks<2>& blocks, T* out, const T* x, const UnaryParams<T>& params) {
-  const bool joined = blocks.row[0] == blocks.width && blocks.row[1] == blocks.width;
-  walk_blocks(
+  const bool joined = blocks.blocks_are_runs();
+  const InputPrefetch<2> prefetch = prefetch_inputs(blocks, x);
+  walk_blocks_prefetching(
       blocks,
       [&](const std::array<index_t, 2>& at, index_t rows) {
         const index_t runs = joined ? 1 : rows,
@@ -138,7 +139,7 @@ void unary_blocks(const RowBlocks<2>& blocks, T* out, const T* x, const UnaryPar
                 [&params](T v) { return apply_unary<Op, T>(v, params); }, std::tuple<const T*>(in));
         }
       },
-      prefetch_inputs(blocks, x));
+      prefetch);
 }
 
 #endif  // TBATCH_DEFINITIONS

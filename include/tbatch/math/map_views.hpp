@@ -125,12 +125,9 @@ template <class Out, class Fn, class... In>
 void map_blocks(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out* out,
                 const In*... inputs) {
   constexpr std::size_t N = 1 + sizeof...(In);
-  // A block whose rows follow each other in every operand (or are one broadcast value) is one
-  // run: a padded slot's rows, say.
-  bool joined = true;
-  for (std::size_t k = 0; k < N; ++k)
-    joined = joined && blocks.row[k] == (blocks.col[k] == 0 ? 0 : blocks.width);
-  walk_blocks(
+  const bool joined = blocks.blocks_are_runs();  // a padded slot's rows, say
+  const InputPrefetch<N> prefetch = prefetch_inputs(blocks, inputs...);
+  walk_blocks_prefetching(
       blocks,
       [&](const std::array<index_t, N>& at, index_t rows) {
         const index_t runs = joined ? 1 : rows,
@@ -144,7 +141,7 @@ void map_blocks(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out* o
         if (blocks.pad_to != 0)
           std::fill(out + at[0] + rows * blocks.width, out + at[0] + blocks.pad_to, Out{});
       },
-      prefetch_inputs(blocks, inputs...));
+      prefetch);
 }
 
 template <class Out, class Fn, class... In>

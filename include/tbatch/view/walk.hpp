@@ -224,14 +224,77 @@ struct RowBlocks {
   index_t count = 0, width = 0;
   std::array<index_t, N> row{}, col{};
   index_t pad_to = 0;
+
+  /// True when each block is one run in every operand: its rows follow each other (row ==
+  /// width), or the operand is one broadcast value (row and col 0).
+  bool blocks_are_runs() const {
+    for (std::size_t j = 0; j < N; ++j)
+      if (row[j] != (col[j] == 0 ? 0 : width)) return false;
+    return true;
+  }
 };
+
+/// Prefetches the `rows` rows of `width` values of `value_bytes` each (`row` apart, values `col`
+/// apart) from `first`: every cache line of a dense block, the first of each row otherwise.
+/// Always inlined, as the callback below: GCC takes a function of prefetches alone for one
+/// without effects and deletes its calls.
+[[gnu::always_inline]] inline void prefetch_rows(const char* first, index_t rows, index_t width,
+                                                 index_t row, index_t col, index_t value_bytes) {
+  if (col == 1 && row == width) {
+    const index_t n = rows * width * value_bytes;
+    for (index_t b = 0; b < n; b += line_bytes)
+      __builtin_prefetch(first + b);
+    return;
+  }
+  for (index_t r = 0; r < (row == 0 ? std::min<index_t>(rows, 1) : rows); ++r)
+    __builtin_prefetch(first + r * row * value_bytes);
+}
+
+/// walk_blocks' ahead callback that prefetches a block's inputs (operands 1 to N - 1) where the
+/// hardware does not: operands of regular slots of up to prefetch_slot_max_bytes with room for
+/// more rows than a block has (a padded batch of small elements), whose short runs with gaps
+/// the hardware prefetcher does not follow. Longer slots are runs it follows, and prefetching
+/// them as well was slower (docs/benchmarks.md, "Prefetching padded slots").
+template <std::size_t N>
+struct InputPrefetch {
+  const RowBlocks<N>* blocks;
+  std::array<const char*, N> origin{};
+  std::array<index_t, N> value_bytes{};
+  std::array<bool, N> gapped{};
+
+  bool active() const {
+    for (bool g : gapped)
+      if (g) return true;
+    return false;
+  }
+  [[gnu::always_inline]] void operator()(const std::array<index_t, N>& at, index_t rows) const {
+    for (std::size_t j = 1; j < N; ++j)
+      if (gapped[j])
+        prefetch_rows(origin[j] + at[j] * value_bytes[j], rows, blocks->width, blocks->row[j],
+                      blocks->col[j], value_bytes[j]);
+  }
+};
+
+/// The InputPrefetch of `blocks` whose input operands start at `inputs`.
+template <std::size_t N, class... In>
+InputPrefetch<N> prefetch_inputs(const RowBlocks<N>& blocks, const In*... inputs) {
+  static_assert(sizeof...(In) + 1 == N, "prefetch_inputs: one origin per input operand");
+  InputPrefetch<N> prefetch{
+      &blocks, {nullptr, reinterpret_cast<const char*>(inputs)...}, {0, index_t(sizeof(In))...}};
+  for (std::size_t j = 1; j < N; ++j) {
+    const BlockStarts& start = blocks.start[j];
+    prefetch.gapped[j] = start.offsets_stride == 0 && blocks.row[j] != 0 &&
+                         start.step > blocks.row[j] &&
+                         start.step * prefetch.value_bytes[j] <= prefetch_slot_max_bytes;
+  }
+  return prefetch;
+}
 
 /// Visits each non-empty block of `blocks` as walk_rows visits a plan's rows: calls visit(offsets,
 /// rows) with each operand's offset of the block's first row; the kernel's loop over the rows
 /// (row[j] apart) and along them is its own, inline. With pad_to, empty blocks are visited too
 /// (their padding is the whole slot). Before block k, ahead(offsets, rows) is called with block
-/// k + block_lookahead's (when there is one): a kernel prefetches its inputs there, which the
-/// hardware does not for short blocks separated by gaps (a padded batch's slots).
+/// k + block_lookahead's (when there is one): an active InputPrefetch, say.
 inline constexpr index_t block_lookahead = 4;
 template <std::size_t N, class Visit, class Ahead>
 void walk_blocks(const RowBlocks<N>& blocks, Visit&& visit, Ahead&& ahead) {
@@ -254,34 +317,15 @@ template <std::size_t N, class Visit>
 void walk_blocks(const RowBlocks<N>& blocks, Visit&& visit) {
   walk_blocks(blocks, visit, [](const std::array<index_t, N>&, index_t) {});
 }
-
-/// Prefetches the `rows` rows of `width` values (`row` apart, values `col` apart) from `first`:
-/// every cache line of a dense block, the first of each row otherwise.
-template <class T>
-void prefetch_rows(const T* first, index_t rows, index_t width, index_t row, index_t col) {
-  const auto* bytes = reinterpret_cast<const char*>(first);
-  if (col == 1 && row == width) {
-    const index_t n = rows * width * index_t(sizeof(T));
-    for (index_t b = 0; b < n; b += line_bytes)
-      __builtin_prefetch(bytes + b);
-    return;
-  }
-  for (index_t r = 0; r < (row == 0 ? std::min<index_t>(rows, 1) : rows); ++r)
-    __builtin_prefetch(bytes + r * row * index_t(sizeof(T)));
-}
-
-/// walk_blocks' ahead callback that prefetches a block's inputs: operands 1 to N - 1, whose
-/// origins are `inputs`.
-template <std::size_t N, class... In>
-auto prefetch_inputs(const RowBlocks<N>& blocks, const In*... inputs) {
-  static_assert(sizeof...(In) + 1 == N, "prefetch_inputs: one origin per input operand");
-  return [&blocks, inputs...](const std::array<index_t, N>& at, index_t rows) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (prefetch_rows(inputs + at[I + 1], rows, blocks.width, blocks.row[I + 1], blocks.col[I + 1]),
-       ...);
-    }
-    (std::index_sequence_for<In...>{});
-  };
+/// walk_blocks with `prefetch` when it is active, and without a callback otherwise: the kernel's
+/// walk is then the plain one (a second instance of it, not a test per block).
+template <std::size_t N, class Visit>
+void walk_blocks_prefetching(const RowBlocks<N>& blocks, Visit&& visit,
+                             const InputPrefetch<N>& prefetch) {
+  if (prefetch.active())
+    walk_blocks(blocks, visit, prefetch);
+  else
+    walk_blocks(blocks, visit);
 }
 
 }  // namespace detail
