@@ -53,8 +53,6 @@ inline constexpr index_t min_slab_elements = 4096;
 inline constexpr index_t index_block = 1024;
 /// scatter_reduce mean: positions of self counted at once (index_t counts per position).
 inline constexpr index_t mean_count_block = index_t(1) << 18;
-/// Reductions along the ragged dim: bytes of accumulator rows filled before they are written out.
-inline constexpr index_t reduction_group_bytes = index_t(1) << 16;
 /// Blocks of rows: input slots up to this many bytes apart are prefetched a few blocks ahead.
 inline constexpr index_t prefetch_slot_max_bytes = 4096;
 

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <type_traits>
 
 #include "tbatch/base/config.hpp"
@@ -44,6 +45,14 @@ using AccumulatorOf = std::conditional_t<
         R == Reduction::amax || R == Reduction::amin, ComputeType<T>,
         std::conditional_t<std::is_floating_point_v<T>, double,
                            std::conditional_t<FloatingElement<T>, float, std::int64_t>>>>;
+
+/// The type a reduction of T returns: its accumulator's for any / all (bool) and for integer
+/// sums and products (int64), T otherwise (a mean is a sum divided, in T).
+template <Reduction R, class T>
+using ReducedOf =
+    std::conditional_t<R == Reduction::any || R == Reduction::all ||
+                           ((R == Reduction::sum || R == Reduction::prod) && !FloatingElement<T>),
+                       AccumulatorOf<R, T>, T>;
 
 /// True when reduction R is defined on T: any / all on bool, sum on every type (a bool sum
 /// counts), the others on the arithmetic types.
@@ -102,11 +111,11 @@ TBATCH_INLINE void arg_reduce_raw(bool largest, const RawView& x, const RawView&
 /// out += previous elementwise, in the walk's order: `previous` is `out` one step back along the
 /// scanned dim, so each step adds the sum written just before (cumsum's scan).
 TBATCH_INLINE void cumulate_raw(const RawView& out, const RawView& previous);
-/// Block k's rows (operand 1, of `dtype`) folded by `op` into the accumulator row at operand 0's
-/// start (rows[k] rows into one, of the accumulator type of op on dtype; written, not read:
-/// the rows of empty blocks are left as they were).
-TBATCH_INLINE void reduce_blocks_raw(Reduction op, DType dtype, const RowBlocks<2>& blocks,
-                                     void* acc, const void* x);
+/// Block k's rows (operand 1, of `dtype`) folded by `op` into the row at operand 0's start, of
+/// the type op returns on dtype (ReducedOf; divided by the block's row count when `mean`):
+/// written, not read, and the rows of empty blocks are left as they were.
+TBATCH_INLINE void reduce_blocks_raw(Reduction op, DType dtype, bool mean,
+                                     const RowBlocks<2>& blocks, void* out, const void* x);
 
 #if TBATCH_DEFINITIONS
 
@@ -140,47 +149,59 @@ A fold_dense(const T* in, index_t n) {
   return static_cast<A>(total);
 }
 
-/// `rows` rows (row apart) folded column by column into out[0, columns) in registers: from the
-/// identity when `start`, else on top of what out holds; written once (no store-to-load chain
-/// through memory from row to row).
-template <Reduction R, class T, class A, index_t Chunk, bool Whole>
-void fold_columns(A* out, const T* in, index_t row, index_t rows, index_t columns, bool start) {
+/// `rows` rows (row apart) folded column by column in registers, from `prior[0, columns)` (the
+/// identity when null), and each column's result given to emit(c, value) once (no
+/// store-to-load chain through memory from row to row).
+template <Reduction R, class T, class A, index_t Chunk, bool Whole, class Emit>
+void fold_columns(const Emit& emit, const A* prior, const T* in, index_t row, index_t rows,
+                  index_t columns) {
   A lane[std::size_t(Chunk)];
   for (index_t c = 0; c < Chunk; ++c)
-    lane[c] = start || !(Whole || c < columns) ? reduction_identity<R, A>() : out[c];
+    lane[c] = prior == nullptr || !(Whole || c < columns) ? reduction_identity<R, A>() : prior[c];
   for (index_t r = 0; r < rows; ++r)
     for (index_t c = 0; c < Chunk; ++c)
       if (Whole || c < columns) lane[c] = combine<R>(lane[c], static_cast<A>(in[r * row + c]));
-  for (index_t c = 0; c < columns; ++c)
-    out[c] = lane[c];
+  for (index_t c = 0; c < (Whole ? Chunk : columns); ++c)
+    emit(c, lane[c]);
 }
 
-/// One tile of `rows` rows folded into out[0, width), `chunk` columns at a time in registers.
-template <Reduction R, class T, class A, index_t chunk>
-void fold_tile(A* out, const T* in, index_t row, index_t rows, index_t width, bool start) {
+/// One tile of `rows` rows of `width` values folded `chunk` columns at a time in registers, from
+/// prior[0, width) (the identity when null), each result given to emit(column, value).
+template <Reduction R, class T, class A, index_t chunk, class Emit>
+void fold_tile(const Emit& emit, const A* prior, const T* in, index_t row, index_t rows,
+               index_t width) {
   const index_t whole = width - width % chunk;
   for (index_t c = 0; c < whole; c += chunk)
-    fold_columns<R, T, A, chunk, true>(out + c, in + c, row, rows, chunk, start);
+    fold_columns<R, T, A, chunk, true>([&](index_t j, A v) { emit(c + j, v); },
+                                       prior == nullptr ? nullptr : prior + c, in + c, row, rows,
+                                       chunk);
   if (whole < width)
-    fold_columns<R, T, A, chunk, false>(out + whole, in + whole, row, rows, width - whole, start);
+    fold_columns<R, T, A, chunk, false>([&](index_t j, A v) { emit(whole + j, v); },
+                                        prior == nullptr ? nullptr : prior + whole, in + whole, row,
+                                        rows, width - whole);
+}
+
+/// fold_tile in the chunk that suits rows of `width` A: two SIMD registers, or one for rows
+/// narrower than that (16 floats: amax 7.6 -> 2 ms on 1e5 elements of 1-8 rows).
+template <Reduction R, class T, class A, class Emit>
+void fold_tile_in_registers(const Emit& emit, const A* prior, const T* in, index_t row,
+                            index_t rows, index_t width) {
+  constexpr index_t simd = 64 / index_t(sizeof(A));
+  if (width >= 2 * simd)
+    fold_tile<R, T, A, 2 * simd>(emit, prior, in, row, rows, width);
+  else
+    fold_tile<R, T, A, simd>(emit, prior, in, row, rows, width);
 }
 
 /// `rows` rows of `width` values (`row` apart) folded into out[0, width): from the identity when
 /// `start`, else on top of what out holds. Tiles of `tile` rows are folded chunk by chunk in
-/// registers while their rows stay in L1, so out is read and written once per tile. Chunks are
-/// two SIMD registers of A, or one for rows narrower than that (16 floats: amax 7.6 -> 2 ms on
-/// 1e5 elements of 1-8 rows).
+/// registers while their rows stay in L1, so out is read and written once per tile.
 template <Reduction R, class T, class A, index_t tile = 32>
 void fold_rows(A* out, const T* in, index_t row, index_t rows, index_t width, bool start) {
-  constexpr index_t simd = 64 / index_t(sizeof(A));
-  for (index_t r0 = 0; r0 < rows; r0 += tile) {
-    const index_t n = std::min(tile, rows - r0);
-    const bool fresh = start && r0 == 0;
-    if (width >= 2 * simd)
-      fold_tile<R, T, A, 2 * simd>(out, in + r0 * row, row, n, width, fresh);
-    else
-      fold_tile<R, T, A, simd>(out, in + r0 * row, row, n, width, fresh);
-  }
+  for (index_t r0 = 0; r0 < rows; r0 += tile)
+    fold_tile_in_registers<R, T, A>([out](index_t c, A v) { out[c] = v; },
+                                    start && r0 == 0 ? nullptr : out, in + r0 * row, row,
+                                    std::min(tile, rows - r0), width);
 }
 
 /// Folds x into acc (x's shape, stride 0 along the reduced dims) along the engine's rows of runs:
@@ -291,22 +312,40 @@ void cumulate_views(const StridedView<A>& out, const StridedView<const A>& previ
 }
 
 template <Reduction R, class T>
-void reduce_blocks(const RowBlocks<2>& blocks, AccumulatorOf<R, T>* acc, const T* x) {
-  // No prefetch: measured, it did not speed up 1e5 elements of 1-8 x 16 floats.
-  walk_blocks(blocks, [&](const std::array<index_t, 2>& at, index_t rows) {
-    fold_rows<R, T>(acc + at[0], x + at[1], blocks.row[1], rows, blocks.width, true);
-  });
+void reduce_blocks(const RowBlocks<2>& blocks, ReducedOf<R, T>* out, const T* x, bool mean) {
+  using A = AccumulatorOf<R, T>;
+  using Out = ReducedOf<R, T>;
+  constexpr index_t tile = 32;
+  std::unique_ptr<A[]> taller;  // the accumulator row of an element of more than `tile` rows
+  const auto fold = [&](const std::array<index_t, 2>& at, index_t rows) {
+    Out* to = out + at[0];
+    const T* in = x + at[1];
+    const auto emit = [&](index_t c, A value) {
+      if constexpr (FloatingElement<Out> && !std::is_same_v<A, bool>)
+        if (mean) value = value / static_cast<A>(rows);
+      to[c] = static_cast<Out>(value);
+    };
+    if (rows <= tile) {
+      fold_tile_in_registers<R, T, A>(emit, nullptr, in, blocks.row[1], rows, blocks.width);
+      return;
+    }
+    if (!taller) taller = std::make_unique<A[]>(static_cast<std::size_t>(blocks.width));
+    fold_rows<R, T, A, tile>(taller.get(), in, blocks.row[1], rows, blocks.width, true);
+    for (index_t c = 0; c < blocks.width; ++c)
+      emit(c, taller[static_cast<std::size_t>(c)]);
+  };
+  walk_blocks_prefetching(blocks, fold, prefetch_inputs(blocks, x));
 }
 
 #endif  // TBATCH_DEFINITIONS
 
 /// The blocks' fold of R on T (x's values at stride 1 along the rows).
 template <Reduction R, class T>
-void run_reduce_blocks(const RowBlocks<2>& blocks, AccumulatorOf<R, T>* acc, const T* x) {
+void run_reduce_blocks(const RowBlocks<2>& blocks, ReducedOf<R, T>* out, const T* x, bool mean) {
 #if TBATCH_DEFINITIONS
-  reduce_blocks<R, T>(blocks, acc, x);
+  reduce_blocks<R, T>(blocks, out, x, mean);
 #else
-  reduce_blocks_raw(R, dtype_of<T>, blocks, acc, x);
+  reduce_blocks_raw(R, dtype_of<T>, mean, blocks, out, x);
 #endif
 }
 
@@ -354,15 +393,15 @@ void run_cumulate(const StridedView<A>& out, const StridedView<const A>& previou
 
 namespace tbatch::detail {
 
-TBATCH_INLINE void reduce_blocks_raw(Reduction op, DType dtype, const RowBlocks<2>& blocks,
-                                     void* acc, const void* x) {
+TBATCH_INLINE void reduce_blocks_raw(Reduction op, DType dtype, bool mean,
+                                     const RowBlocks<2>& blocks, void* out, const void* x) {
   dispatch_dtype(dtype, [&]<class T>(std::type_identity<T>) {
     dispatch_enum<Reduction, int(Reduction::all) + 1>(
         op,
         [&]<Reduction R>(std::integral_constant<Reduction, R>) {
           if constexpr (reduction_accepts<R, T>())
-            reduce_blocks<R, T>(blocks, static_cast<AccumulatorOf<R, T>*>(acc),
-                                static_cast<const T*>(x));
+            reduce_blocks<R, T>(blocks, static_cast<ReducedOf<R, T>*>(out),
+                                static_cast<const T*>(x), mean);
           else
             fail<TypeError>("reduce",
                             {"reduction ", int(R), " is not defined on ", dtype_name_of<T>});
