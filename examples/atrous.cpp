@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <tbatch/tbatch.hpp>
+#include <tbatch/tensor/eigen.hpp>  // Tensor::matrix() and flat(), Eigen maps
 
 using tbatch::index_t;
 using tbatch::Shape;

@@ -16,6 +16,7 @@
 
 #include <Eigen/Geometry>  // cross products
 #include <tbatch/tbatch.hpp>
+#include <tbatch/tensor/eigen.hpp>  // Tensor::matrix() and flat(), Eigen maps
 
 using tbatch::index_t;
 using tbatch::PackedBatch;

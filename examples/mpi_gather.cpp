@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <tbatch/mpi.hpp>
+#include <tbatch/tensor/eigen.hpp>  // Tensor::matrix(), an Eigen map
 
 using tbatch::index_t;
 using tbatch::PackedBatch;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <tbatch/tbatch.hpp>
+#include <tbatch/tensor/eigen.hpp>  // Tensor::flat(), an Eigen map
 
 using tbatch::index_t;
 using tbatch::PaddedBatch;

@@ -64,6 +64,29 @@ add_test(NAME cxx20_guard
                  "-DHEADERS=${tbatch_checked_headers}" -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/cxx20_guard.cmake)
 
+# What a compiled-mode file reads: no Eigen, nlohmann-json or <immintrin.h>, and no <sstream>,
+# <iostream> or POSIX header included by tbatch itself (the issue's rule for compiled mode).
+set(tbatch_compiled_mode_headers tbatch/tbatch.hpp tbatch/interop/arrow.hpp)
+set(tbatch_compiled_mode_includes ${tbatch_guard_includes})
+if(TARGET tbatch::tbatch_io)
+  list(APPEND tbatch_compiled_mode_headers tbatch/io/safetensors.hpp)
+  list(APPEND tbatch_compiled_mode_includes
+       "$<TARGET_PROPERTY:nlohmann_json::nlohmann_json,INTERFACE_INCLUDE_DIRECTORIES>")
+endif()
+if(TARGET tbatch::tbatch_dlpack)
+  list(APPEND tbatch_compiled_mode_headers tbatch/dlpack.hpp)
+  list(APPEND tbatch_compiled_mode_includes
+       "$<TARGET_PROPERTY:dlpack::dlpack,INTERFACE_INCLUDE_DIRECTORIES>")
+endif()
+if(TARGET tbatch::tbatch_mpi)
+  list(APPEND tbatch_compiled_mode_headers tbatch/mpi.hpp)
+endif()
+add_test(NAME compiled_mode_includes
+         COMMAND ${CMAKE_COMMAND} -DCXX=${CMAKE_CXX_COMPILER}
+                 "-DINCLUDES=${tbatch_compiled_mode_includes}"
+                 "-DHEADERS=${tbatch_compiled_mode_headers}" -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/compiled_mode_includes.cmake)
+
 # Every public header with its templates instantiated for every dtype, compiled (not run) as
 # strictly as a project that adds tbatch with add_subdirectory / FetchContent may compile it:
 # a warning in a header fails the build.

@@ -21,6 +21,7 @@
 
 #include <tbatch/io/safetensors.hpp>
 #include <tbatch/tbatch.hpp>
+#include <tbatch/tensor/eigen.hpp>  // Eigen::half values, Eigen maps
 
 using tbatch::AnyTensor;
 using tbatch::index_t;

@@ -43,6 +43,7 @@
 #include "tbatch/ops/segment.hpp"
 #include "tbatch/ops/space_to_batch.hpp"
 #include "tbatch/tensor/any_tensor.hpp"
+#include "tbatch/tensor/eigen.hpp"
 #include "tbatch/tensor/eigen_tensor.hpp"
 #include "tbatch/tensor/format.hpp"
 #include "tbatch/tensor/indexing.hpp"

@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 #include <tbatch/tbatch.hpp>
+#include <tbatch/tensor/eigen.hpp>
 #include <tuple>
 #include <type_traits>
 #include <vector>

@@ -1,7 +1,9 @@
 #pragma once
 // Umbrella header: everything public in tbatch except the optional parts, which have headers of
 // their own: tbatch/tensor/eigen_tensor.hpp (Eigen Tensor module interop), tbatch/dlpack.hpp,
-// tbatch/io/safetensors.hpp and tbatch/mpi.hpp. Included layer by layer, lowest first.
+// tbatch/io/safetensors.hpp and tbatch/mpi.hpp. Included layer by layer, lowest first. In
+// compiled mode it includes no Eigen header: the Eigen maps of tbatch/tensor/eigen.hpp are then
+// included by the files that use them.
 
 #include "tbatch/version.hpp"
 
@@ -20,6 +22,9 @@
 
 #include "tbatch/tensor/any_tensor.hpp"
 #include "tbatch/tensor/tensor.hpp"
+#if TBATCH_DEFINITIONS
+#include "tbatch/tensor/eigen.hpp"
+#endif
 
 #include "tbatch/math/elementwise.hpp"
 #include "tbatch/math/factories.hpp"

@@ -4,7 +4,6 @@
 // first-touching 64 MiB costs 4x rewriting it). Large buffers are kept here instead, bounded,
 // and handed back to the next allocation that fits, as allocators with retention do.
 
-#include <Eigen/Core>
 #include <cstddef>
 #include <mutex>
 #include <new>
@@ -12,6 +11,10 @@
 
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/tuning.hpp"
+
+#if TBATCH_DEFINITIONS
+#include <Eigen/Core>
+#endif
 
 namespace tbatch {
 
@@ -58,16 +61,8 @@ class BlockCache {
   // with normal stores (2.6x slower at B = 1e5 where malloc gives 16 or 32 bytes). Smaller ones
   // take Eigen's alignment: an aligned malloc costs them 3x a plain one.
   static constexpr std::size_t line_aligned_min_bytes = 4096;
-  static void* new_block(std::size_t bytes) {
-    if (bytes >= line_aligned_min_bytes) return ::operator new(bytes, std::align_val_t(line_bytes));
-    return Eigen::internal::aligned_malloc(bytes > 0 ? bytes : 1);
-  }
-  static void free_block(void* data, std::size_t bytes) {
-    if (bytes >= line_aligned_min_bytes)
-      ::operator delete(data, std::align_val_t(line_bytes));
-    else
-      Eigen::internal::aligned_free(data);
-  }
+  TBATCH_INLINE static void* new_block(std::size_t bytes);
+  TBATCH_INLINE static void free_block(void* data, std::size_t bytes);
 
   mutable std::mutex mutex_;
   std::vector<Block> blocks_;
@@ -91,6 +86,18 @@ TBATCH_INLINE std::size_t buffer_cache_bytes();
 TBATCH_INLINE detail::BlockCache& detail::BlockCache::instance() {
   static BlockCache* const cache = new BlockCache;
   return *cache;
+}
+
+TBATCH_INLINE void* detail::BlockCache::new_block(std::size_t bytes) {
+  if (bytes >= line_aligned_min_bytes) return ::operator new(bytes, std::align_val_t(line_bytes));
+  return Eigen::internal::aligned_malloc(bytes > 0 ? bytes : 1);
+}
+
+TBATCH_INLINE void detail::BlockCache::free_block(void* data, std::size_t bytes) {
+  if (bytes >= line_aligned_min_bytes)
+    ::operator delete(data, std::align_val_t(line_bytes));
+  else
+    Eigen::internal::aligned_free(data);
 }
 
 TBATCH_INLINE detail::BlockCache::Block detail::BlockCache::allocate(std::size_t bytes) {

@@ -2,7 +2,6 @@
 // The twelve element types tbatch supports, their runtime tags and traits, and the conversion
 // between them (cast_element).
 
-#include <Eigen/Core>
 #include <concepts>
 #include <cstdint>
 #include <limits>
@@ -12,6 +11,18 @@
 
 #include "tbatch/base/config.hpp"
 #include "tbatch/base/errors.hpp"
+
+#if TBATCH_DEFINITIONS
+#include <Eigen/Core>
+#else
+// Compiled mode keeps Eigen (and the <sstream>, <iostream> and intrinsics headers it brings) out
+// of a user's file: the 16-bit float types are only named here. Code that computes with their
+// values includes <Eigen/Core> itself.
+namespace Eigen {
+struct half;
+struct bfloat16;
+}  // namespace Eigen
+#endif
 
 namespace tbatch {
 
@@ -45,14 +56,21 @@ enum class DType {
 namespace detail {
 template <class T>
 struct DTypeOf;
-#define TBATCH_DTYPE_TRAITS(type, tag, text, ...)  \
-  template <>                                      \
-  struct DTypeOf<type> {                           \
-    static constexpr DType value = DType::tag;     \
-    static constexpr std::string_view name = text; \
+#define TBATCH_DTYPE_TRAITS(type, tag, text, dlpack_code, bits, ...) \
+  template <>                                                        \
+  struct DTypeOf<type> {                                             \
+    static constexpr DType value = DType::tag;                       \
+    static constexpr std::string_view name = text;                   \
+    static constexpr index_t bytes = bits / 8;                       \
   };
 TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DTYPE_TRAITS)
 #undef TBATCH_DTYPE_TRAITS
+#if TBATCH_DEFINITIONS
+#define TBATCH_DTYPE_BYTES_CHECK(type, tag, text, dlpack_code, bits, ...) \
+  static_assert(sizeof(type) == DTypeOf<type>::bytes);
+TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_DTYPE_BYTES_CHECK)
+#undef TBATCH_DTYPE_BYTES_CHECK
+#endif
 
 /// Calls fn(std::type_identity<T>{}) for the element type T of `dtype`; ValueError naming
 /// `function` for a tag outside the enumeration.
@@ -93,8 +111,7 @@ inline std::string_view dtype_name(DType dtype) {
 /// enumeration.
 inline index_t dtype_size(DType dtype, const char* function = "dtype_size") {
   return detail::dispatch_dtype(
-      dtype, []<class T>(std::type_identity<T>) { return static_cast<index_t>(sizeof(T)); },
-      function);
+      dtype, []<class T>(std::type_identity<T>) { return detail::DTypeOf<T>::bytes; }, function);
 }
 inline std::ostream& operator<<(std::ostream& out, DType dtype) {
   return out << dtype_name(dtype);

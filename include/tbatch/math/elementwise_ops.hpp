@@ -128,8 +128,10 @@ using BinaryResult = std::conditional_t<is_comparison(Op), bool, T>;
 /// NaN test, false for every non-floating type.
 template <class T>
 bool is_nan(const T& value) {
-  if constexpr (FloatingElement<T>)
-    return Eigen::numext::isnan(value);
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(value);
+  else if constexpr (FloatingElement<T>)  // half, bfloat16
+    return std::isnan(static_cast<float>(value));
   else
     return false;
 }

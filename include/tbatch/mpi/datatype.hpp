@@ -141,8 +141,9 @@ TBATCH_INLINE Datatype element_datatype(DType dtype) {
   if constexpr (std::is_same_v<T, type>) element = mpi_type;
         TBATCH_FOR_EACH_ELEMENT_TYPE(TBATCH_MPI_ELEMENT)
 #undef TBATCH_MPI_ELEMENT
-        if (element == MPI_BYTE && sizeof(T) > 1)
-          return contiguous(index_t(sizeof(T)), MPI_BYTE, "mpi::datatype_of", "blob size");
+        constexpr index_t bytes = tbatch::detail::DTypeOf<T>::bytes;
+        if (element == MPI_BYTE && bytes > 1)
+          return contiguous(bytes, MPI_BYTE, "mpi::datatype_of", "blob size");
         return Datatype::predefined(element);
       },
       "mpi::datatype_of");

@@ -19,6 +19,7 @@
 
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/word.hpp"
+#include "tbatch/ops/reduce_combiners.hpp"
 #include "tbatch/ops/scatter_kernel.hpp"
 #include "tbatch/view/engine.hpp"
 #endif

@@ -18,6 +18,7 @@
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/tuning.hpp"
 #include "tbatch/ops/reduce.hpp"
+#include "tbatch/ops/reduce_combiners.hpp"
 #include "tbatch/tensor/tensor.hpp"
 #include "tbatch/view/engine.hpp"
 #include "tbatch/view/layout.hpp"

@@ -16,6 +16,7 @@
 #include "tbatch/base/errors.hpp"
 #include "tbatch/base/tuning.hpp"
 #include "tbatch/ops/reduce.hpp"
+#include "tbatch/ops/reduce_combiners.hpp"
 #include "tbatch/ops/scatter_kernel.hpp"
 #include "tbatch/ops/segment_checks.hpp"
 #include "tbatch/tensor/tensor.hpp"

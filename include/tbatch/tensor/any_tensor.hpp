@@ -2,7 +2,6 @@
 // AnyTensor: a Tensor<T> of any of the twelve element types, chosen at run time, with the
 // layout-level helpers TensorDict applies to each of its entries.
 
-#include <Eigen/Core>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

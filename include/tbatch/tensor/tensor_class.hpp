@@ -2,7 +2,6 @@
 // Tensor<T>: a shared, Eigen-allocated buffer plus a layout. Copies share the buffer (as
 // torch::Tensor and cv::Mat); clone() copies the data.
 
-#include <Eigen/Core>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -38,6 +37,12 @@ template <class T>
 class Tensor;
 
 namespace detail {
+/// Eigen's map types over a tensor's memory (Tensor::flat, matrix, from_eigen). Defined in
+/// tbatch/tensor/eigen.hpp; incomplete here, so a compiled-mode file that uses the maps without
+/// including that header stops at this type.
+template <class T>
+struct EigenMaps;
+
 /// `t` with its element type erased (view/raw_view.hpp).
 template <class T>
 RawView raw_view(const Tensor<T>& t);
@@ -152,12 +157,10 @@ class Tensor : public ViewMethods<Tensor<T>> {
     return out;
   }
   /// Copy of a 2-d Eigen expression (rows, cols), row-major, converted to T as cast<T>() does.
-  template <class Derived>
-  static Tensor from_eigen(const Eigen::DenseBase<Derived>& m) {
-    Tensor out = empty(Shape{m.rows(), m.cols()});
-    using S = typename Derived::Scalar;
-    out.matrix() = m.derived().unaryExpr([](const S& v) { return detail::cast_element<T>(v); });
-    return out;
+  /// Needs tbatch/tensor/eigen.hpp in compiled mode, as flat() and matrix() do.
+  template <class Derived, class Maps = detail::EigenMaps<T>>
+  static Tensor from_eigen(const Derived& m) {
+    return Maps::copy_of(m);
   }
 
   /// A contiguous copy with every value converted to U as torch's CPU casts on x86 convert it
@@ -227,30 +230,31 @@ class Tensor : public ViewMethods<Tensor<T>> {
   Tensor contiguous() const { return this->is_contiguous() ? *this : clone(); }
 
   /// Contiguous tensors as a flat Eigen array of numel() elements, sharing the buffer.
-  /// ValueError when the tensor is not contiguous.
-  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> flat() {
+  /// ValueError when the tensor is not contiguous. The Eigen maps (flat, matrix, from_eigen,
+  /// borrow_eigen, eigen_view) are defined in tbatch/tensor/eigen.hpp, which tbatch.hpp includes
+  /// in header-only mode; a compiled-mode file that uses them includes it.
+  template <class Maps = detail::EigenMaps<T>>
+  typename Maps::Flat flat() {
     require_contiguous("flat");
     return {data(), numel()};
   }
-  Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> flat() const {
+  template <class Maps = detail::EigenMaps<T>>
+  typename Maps::ConstFlat flat() const {
     require_contiguous("flat");
     return {data(), numel()};
   }
-  using MatrixMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
-                               Eigen::OuterStride<>>;
-  using ConstMatrixMap =
-      Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
-                 Eigen::OuterStride<>>;
   /// Rank-2 tensors with unit column stride as a row-major Eigen matrix (rows may be strided),
   /// sharing the buffer. ShapeError unless the rank is 2; ValueError for a column stride other
   /// than 1 or overlapping rows.
-  MatrixMap matrix() {
+  template <class Maps = detail::EigenMaps<T>>
+  typename Maps::Matrix matrix() {
     require_matrix();
-    return {data(), this->size(0), this->size(1), Eigen::OuterStride<>(row_stride())};
+    return Maps::matrix(data(), this->size(0), this->size(1), row_stride());
   }
-  ConstMatrixMap matrix() const {
+  template <class Maps = detail::EigenMaps<T>>
+  typename Maps::ConstMatrix matrix() const {
     require_matrix();
-    return {data(), this->size(0), this->size(1), Eigen::OuterStride<>(row_stride())};
+    return Maps::matrix(data(), this->size(0), this->size(1), row_stride());
   }
 
   /// Indexing with torch semantics: integers, Slice, Ellipsis, NewAxis (views); integer index
@@ -338,44 +342,6 @@ class Tensor : public ViewMethods<Tensor<T>> {
   Layout layout_;
 };
 
-/// A writable tensor (rows, cols) over the coefficients of an Eigen Matrix, Array, Map, Ref or
-/// block with direct access, sharing its memory; the strides follow its storage order, so a
-/// column-major matrix is borrowed as it is. Tensor::borrow's lifetime rule applies: the
-/// memory must outlive every tensor, view or batch made from the result. For const data use
-/// eigen_view; to copy any expression, Tensor<T>::from_eigen.
-template <class E>
-auto borrow_eigen(E&& m) {
-  using Derived = std::remove_cvref_t<E>;
-  static_assert(std::is_base_of_v<Eigen::DenseBase<Derived>, Derived>,
-                "borrow_eigen: expects an Eigen Matrix, Array, Map, Ref or block");
-  static_assert(bool(Derived::Flags & Eigen::DirectAccessBit),
-                "borrow_eigen: the expression has no memory of its own to borrow; copy it with "
-                "Tensor<T>::from_eigen");
-  static_assert(
-      !std::is_const_v<std::remove_reference_t<E>> && bool(Derived::Flags & Eigen::LvalueBit),
-      "borrow_eigen: the data is const; use eigen_view for a read-only view");
-  static_assert(
-      std::is_lvalue_reference_v<E> || !std::is_base_of_v<Eigen::PlainObjectBase<Derived>, Derived>,
-      "borrow_eigen: a temporary Matrix or Array is freed at the end of the statement; "
-      "name it first");
-  using T = typename Derived::Scalar;
-  return Tensor<T>::borrow(m.data(), Shape{m.rows(), m.cols()},
-                           Strides{m.rowStride(), m.colStride()});
-}
-
-/// A read-only view (rows, cols) of an Eigen Matrix, Array, Map, Ref or block with direct
-/// access, for list_to_padded / list_to_packed and the view functions; no copy. Valid while
-/// the Eigen object's memory is.
-template <class Derived>
-StridedView<const typename Derived::Scalar> eigen_view(const Eigen::DenseBase<Derived>& m) {
-  static_assert(bool(Derived::Flags & Eigen::DirectAccessBit),
-                "eigen_view: the expression has no memory of its own to view; copy it with "
-                "Tensor<T>::from_eigen");
-  const Derived& d = m.derived();
-  return StridedView<const typename Derived::Scalar>(d.data(), Shape{d.rows(), d.cols()},
-                                                     Strides{d.rowStride(), d.colStride()});
-}
-
 namespace detail {
 /// Widens an element for comparison and printing (half, bfloat16 -> float; int8 -> int).
 template <class T>
@@ -430,7 +396,7 @@ std::optional<D> convert_element(S value) {
 template <Element T>
 std::string held_values() {
   if constexpr (FloatingElement<T>)
-    return concat("finite values up to ", static_cast<double>(Eigen::NumTraits<T>::highest()));
+    return concat("finite values up to ", static_cast<double>(std::numeric_limits<T>::max()));
   else
     return concat("range [", widen(std::numeric_limits<T>::min()), ", ",
                   widen(std::numeric_limits<T>::max()), "]");
