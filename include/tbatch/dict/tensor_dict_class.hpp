@@ -54,9 +54,7 @@ class DictBox {
   std::unique_ptr<TensorDict> dict_;
 };
 
-inline bool starts_with(const Shape& shape, const Shape& prefix) {
-  return shape.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), shape.begin());
-}
+TBATCH_INLINE bool starts_with(const Shape& shape, const Shape& prefix);
 
 }  // namespace detail
 
@@ -533,9 +531,7 @@ class TensorDict {
 };
 
 /// Element-wise comparison of two TensorDicts (same as a == b): reduce it with all() or any().
-inline TensorDict all_equal(const TensorDict& a, const TensorDict& b) {
-  return a == b;
-}
+TBATCH_INLINE TensorDict all_equal(const TensorDict& a, const TensorDict& b);
 
 #if TBATCH_DEFINITIONS
 
@@ -555,6 +551,14 @@ TBATCH_INLINE DictBox& DictBox::operator=(const DictBox& other) {
 TBATCH_INLINE DictBox& DictBox::operator=(DictBox&& other) noexcept = default;
 TBATCH_INLINE DictBox::~DictBox() = default;
 }  // namespace detail
+
+TBATCH_INLINE bool detail::starts_with(const Shape& shape, const Shape& prefix) {
+  return shape.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), shape.begin());
+}
+
+TBATCH_INLINE TensorDict all_equal(const TensorDict& a, const TensorDict& b) {
+  return a == b;
+}
 
 #endif  // TBATCH_DEFINITIONS
 

@@ -177,27 +177,7 @@ std::optional<RowBlocks<sizeof...(T) + Extra>> padded_rows(const PaddedBatch<T>&
 /// `shape`) viewed at `shape`: a dim of size 1 broadcasts, a dim at least the element's size
 /// keeps the element's leading part (a padded operand), missing leading dims broadcast.
 /// ShapeError naming `function` otherwise.
-inline Layout paired_slot(Layout slot, const Shape& shape, index_t i, const char* function) {
-  if (slot.dim() > static_cast<index_t>(shape.size()))
-    fail<ShapeError>(
-        function, {"the dense operand's dims after the first, ", slot.shape, ", outnumber element ",
-                   i, "'s dims ", shape,
-                   "; it pairs with each element as (B, dims that broadcast against the "
-                   "element)"});
-  const index_t lead = static_cast<index_t>(shape.size()) - slot.dim();
-  for (index_t d = 0; d < slot.dim(); ++d) {
-    const index_t size = slot.shape[static_cast<std::size_t>(d)];
-    const index_t need = shape[static_cast<std::size_t>(lead + d)];
-    if (size == need || size == 1) continue;
-    if (size < need)
-      fail<ShapeError>(
-          function,
-          {"the dense operand's dim ", d + 1, " has size ", size, " but element ", i, " has shape ",
-           shape, "; expected 1 (broadcast), ", need, " or more (a padded operand)"});
-    slot = layout::narrow(slot, d, 0, need);
-  }
-  return layout::broadcast(slot, shape, function, "the dense operand");
-}
+TBATCH_INLINE Layout paired_slot(Layout slot, const Shape& shape, index_t i, const char* function);
 
 /// ShapeError naming `function` unless `dense` has a leading dim of `batch` entries.
 template <class T>
@@ -237,4 +217,32 @@ StridedView<const T> paired_view(const Tensor<T>& dense, index_t i, const Shape&
 }
 
 }  // namespace detail
+
+#if TBATCH_DEFINITIONS
+
+TBATCH_INLINE Layout detail::paired_slot(Layout slot, const Shape& shape, index_t i,
+                                         const char* function) {
+  if (slot.dim() > static_cast<index_t>(shape.size()))
+    fail<ShapeError>(
+        function, {"the dense operand's dims after the first, ", slot.shape, ", outnumber element ",
+                   i, "'s dims ", shape,
+                   "; it pairs with each element as (B, dims that broadcast against the "
+                   "element)"});
+  const index_t lead = static_cast<index_t>(shape.size()) - slot.dim();
+  for (index_t d = 0; d < slot.dim(); ++d) {
+    const index_t size = slot.shape[static_cast<std::size_t>(d)];
+    const index_t need = shape[static_cast<std::size_t>(lead + d)];
+    if (size == need || size == 1) continue;
+    if (size < need)
+      fail<ShapeError>(
+          function,
+          {"the dense operand's dim ", d + 1, " has size ", size, " but element ", i, " has shape ",
+           shape, "; expected 1 (broadcast), ", need, " or more (a padded operand)"});
+    slot = layout::narrow(slot, d, 0, need);
+  }
+  return layout::broadcast(slot, shape, function, "the dense operand");
+}
+
+#endif  // TBATCH_DEFINITIONS
+
 }  // namespace tbatch

@@ -78,34 +78,12 @@ namespace detail {
 
 /// Which of an element's `rank` dims `dims` names (negative dims count from the end): IndexError
 /// for a dim out of range, ValueError for an empty list or a dim given twice.
-inline std::vector<bool> reduced_element_dims(const Dims& dims, index_t rank,
-                                              const char* function) {
-  if (dims.values().empty())
-    fail<ValueError>(function, {"the list of dims is empty; pass the element dims to reduce"});
-  std::vector<bool> reduced(static_cast<std::size_t>(rank), false);
-  for (index_t dim : dims.values()) {
-    if (dim < -rank || dim >= rank)
-      fail<IndexError>(function, {"dim ", dim, " is out of range for elements of rank ", rank,
-                                  " (expected ", -rank, " to ", rank - 1, ")"});
-    const auto d = static_cast<std::size_t>(dim < 0 ? dim + rank : dim);
-    if (reduced[d])
-      fail<ValueError>(function, {"dim ", dim, " is given twice in ", listed(dims.values())});
-    reduced[d] = true;
-  }
-  return reduced;
-}
+TBATCH_INLINE std::vector<bool> reduced_element_dims(const Dims& dims, index_t rank,
+                                                     const char* function);
 
 /// `shape` reduced over `reduced` dims (1 there when keepdim, dropped otherwise).
-inline Shape reduced_element_shape(const Shape& shape, const std::vector<bool>& reduced,
-                                   bool keepdim) {
-  Shape out;
-  for (std::size_t d = 0; d < shape.size(); ++d)
-    if (!reduced[d])
-      out.push_back(shape[d]);
-    else if (keepdim)
-      out.push_back(1);
-  return out;
-}
+TBATCH_INLINE Shape reduced_element_shape(const Shape& shape, const std::vector<bool>& reduced,
+                                          bool keepdim);
 
 /// The per-element fold: fold(element, dims, keepdim) is the tensor reduction (sum_of...).
 /// `empty` gives what an element with nothing to fold holds (nullopt: ShapeError).
@@ -309,12 +287,7 @@ template <class T>
 using BoolType = bool;
 
 /// Every dim of an element of rank `rank`.
-inline Dims all_element_dims(index_t rank) {
-  std::vector<index_t> dims(static_cast<std::size_t>(rank));
-  for (index_t d = 0; d < rank; ++d)
-    dims[static_cast<std::size_t>(d)] = d;
-  return Dims(std::move(dims));
-}
+TBATCH_INLINE Dims all_element_dims(index_t rank);
 
 }  // namespace detail
 
@@ -388,5 +361,44 @@ template <LayoutBatch B>
 B log_softmax(const B& x, index_t dim) {
   return detail::softmax_batch(true, x, dim, "log_softmax");
 }
+
+#if TBATCH_DEFINITIONS
+
+TBATCH_INLINE std::vector<bool> detail::reduced_element_dims(const Dims& dims, index_t rank,
+                                                             const char* function) {
+  if (dims.values().empty())
+    fail<ValueError>(function, {"the list of dims is empty; pass the element dims to reduce"});
+  std::vector<bool> reduced(static_cast<std::size_t>(rank), false);
+  for (index_t dim : dims.values()) {
+    if (dim < -rank || dim >= rank)
+      fail<IndexError>(function, {"dim ", dim, " is out of range for elements of rank ", rank,
+                                  " (expected ", -rank, " to ", rank - 1, ")"});
+    const auto d = static_cast<std::size_t>(dim < 0 ? dim + rank : dim);
+    if (reduced[d])
+      fail<ValueError>(function, {"dim ", dim, " is given twice in ", listed(dims.values())});
+    reduced[d] = true;
+  }
+  return reduced;
+}
+
+TBATCH_INLINE Shape detail::reduced_element_shape(const Shape& shape,
+                                                  const std::vector<bool>& reduced, bool keepdim) {
+  Shape out;
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (!reduced[d])
+      out.push_back(shape[d]);
+    else if (keepdim)
+      out.push_back(1);
+  return out;
+}
+
+TBATCH_INLINE Dims detail::all_element_dims(index_t rank) {
+  std::vector<index_t> dims(static_cast<std::size_t>(rank));
+  for (index_t d = 0; d < rank; ++d)
+    dims[static_cast<std::size_t>(d)] = d;
+  return Dims(std::move(dims));
+}
+
+#endif  // TBATCH_DEFINITIONS
 
 }  // namespace tbatch

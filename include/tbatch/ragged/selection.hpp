@@ -29,20 +29,7 @@ namespace detail {
 /// Element i's mask, of layout `mask`, as a view at x's element shape `shape`: the mask itself
 /// (entries), or a (L_i, 1) mask broadcast along the element's dims after the first (rows).
 /// ShapeError naming the element when its sizes do not pair.
-inline Layout element_mask(const Layout& mask, const Shape& shape, bool rows, index_t i) {
-  if (!rows) {
-    if (!(mask.shape == shape))
-      fail<ShapeError>("masked_select", {"element ", i, " has shape ", shape, " but its mask ",
-                                         mask.shape, "; expected the element's shape"});
-    return mask;
-  }
-  if (mask.shape[0] != shape[0])
-    fail<ShapeError>("masked_select", {"element ", i, " has shape ", shape, " but its row mask ",
-                                       mask.shape, "; expected (", shape[0], ", 1)"});
-  Layout out{shape, Strides(shape.size(), 0), mask.offset};
-  out.strides[0] = mask.strides[0];
-  return out;
-}
+TBATCH_INLINE Layout element_mask(const Layout& mask, const Shape& shape, bool rows, index_t i);
 
 /// The batch of the elements [start, start + count) of x, a view of its data.
 template <class T>
@@ -65,27 +52,11 @@ PackedBatch<T> slice_elements(const PackedBatch<T>& x, index_t start, index_t co
 }
 
 /// `index` (-size to size) as a position 0 to size; IndexError naming `argument` otherwise.
-inline index_t batch_position(index_t index, index_t size, const char* function,
-                              const char* argument) {
-  if (index < -size || index > size)
-    fail<IndexError>(function, {argument, " is ", index, " but the batch has ", size,
-                                " elements (expected ", -size, " to ", size, ")"});
-  return index < 0 ? index + size : index;
-}
+TBATCH_INLINE index_t batch_position(index_t index, index_t size, const char* function,
+                                     const char* argument);
 
 /// IndexError naming the first of `indices` (1-d) outside [0, size); ShapeError unless 1-d.
-inline void check_element_indices(const Tensor<index_t>& indices, index_t size) {
-  if (indices.dim() != 1)
-    fail<ShapeError>("index_select", {"indices has shape ", indices.shape(),
-                                      "; expected a 1-d tensor of element indices"});
-  const Tensor<index_t> dense = indices.contiguous();
-  for (index_t k = 0; k < dense.size(0); ++k) {
-    const index_t v = dense.data()[k];
-    if (v < 0 || v >= size)
-      fail<IndexError>("index_select", {"indices[", k, "] is ", v, " but the batch has ", size,
-                                        " elements (expected 0 to ", size - 1, ")"});
-  }
-}
+TBATCH_INLINE void check_element_indices(const Tensor<index_t>& indices, index_t size);
 
 /// ShapeError unless every batch of `list` holds elements of list[0]'s rank and last dim.
 template <class B>
@@ -276,5 +247,46 @@ B cat(const std::vector<B>& list) {
              detail::packed_first_idx(shape_per_tensor, "cat"), detail::ValidMetadata{});
   }
 }
+
+#if TBATCH_DEFINITIONS
+
+TBATCH_INLINE Layout detail::element_mask(const Layout& mask, const Shape& shape, bool rows,
+                                          index_t i) {
+  if (!rows) {
+    if (!(mask.shape == shape))
+      fail<ShapeError>("masked_select", {"element ", i, " has shape ", shape, " but its mask ",
+                                         mask.shape, "; expected the element's shape"});
+    return mask;
+  }
+  if (mask.shape[0] != shape[0])
+    fail<ShapeError>("masked_select", {"element ", i, " has shape ", shape, " but its row mask ",
+                                       mask.shape, "; expected (", shape[0], ", 1)"});
+  Layout out{shape, Strides(shape.size(), 0), mask.offset};
+  out.strides[0] = mask.strides[0];
+  return out;
+}
+
+TBATCH_INLINE index_t detail::batch_position(index_t index, index_t size, const char* function,
+                                             const char* argument) {
+  if (index < -size || index > size)
+    fail<IndexError>(function, {argument, " is ", index, " but the batch has ", size,
+                                " elements (expected ", -size, " to ", size, ")"});
+  return index < 0 ? index + size : index;
+}
+
+TBATCH_INLINE void detail::check_element_indices(const Tensor<index_t>& indices, index_t size) {
+  if (indices.dim() != 1)
+    fail<ShapeError>("index_select", {"indices has shape ", indices.shape(),
+                                      "; expected a 1-d tensor of element indices"});
+  const Tensor<index_t> dense = indices.contiguous();
+  for (index_t k = 0; k < dense.size(0); ++k) {
+    const index_t v = dense.data()[k];
+    if (v < 0 || v >= size)
+      fail<IndexError>("index_select", {"indices[", k, "] is ", v, " but the batch has ", size,
+                                        " elements (expected 0 to ", size - 1, ")"});
+  }
+}
+
+#endif  // TBATCH_DEFINITIONS
 
 }  // namespace tbatch

@@ -28,21 +28,11 @@ namespace tbatch {
 namespace detail {
 
 /// `value` as int32; ValueError naming `function` and `what` past 2^31 - 1.
-inline std::int32_t to_int32(index_t value, const char* function, const char* what) {
-  if (value > std::numeric_limits<std::int32_t>::max())
-    fail<ValueError>(function, {what, " is ", value,
-                                ", past int32's 2147483647: the convention's offsets are int32"});
-  return static_cast<std::int32_t>(value);
-}
+TBATCH_INLINE std::int32_t to_int32(index_t value, const char* function, const char* what);
 
 /// The (B + 1) int32 offsets of `counts` (B): get_first_idx's running sum, each checked to fit.
-inline Tensor<std::int32_t> int32_offsets(const Tensor<index_t>& counts, const char* function) {
-  const Tensor<index_t> first = get_first_idx(counts);
-  Tensor<std::int32_t> out = Tensor<std::int32_t>::empty(first.shape());
-  for (index_t i = 0; i < first.numel(); ++i)
-    out.data()[i] = to_int32(first.data()[i], function, "the running total");
-  return out;
-}
+TBATCH_INLINE Tensor<std::int32_t> int32_offsets(const Tensor<index_t>& counts,
+                                                 const char* function);
 
 }  // namespace detail
 
@@ -196,7 +186,60 @@ struct PackedSequences {
 /// the padding of rows padded to the longest row against one sequence per row padded to the
 /// longest sequence. ValueError for max_tokens below 1, a negative length or one longer than
 /// max_tokens (naming the sequence).
-inline PackedSequences pack_sequences(const std::vector<index_t>& lengths, index_t max_tokens) {
+TBATCH_INLINE PackedSequences pack_sequences(const std::vector<index_t>& lengths,
+                                             index_t max_tokens);
+
+/// Triton's ragged-batch inputs of a packed batch: per element its count of values
+/// (BATCH_ELEMENT_COUNT), their running sum (BATCH_ACCUMULATED_ELEMENT_COUNT) and the same with a
+/// leading 0 (..._WITH_ZERO), all int32, and the largest count (BATCH_MAX_ELEMENT_COUNT_AS_SHAPE).
+struct TritonBatchInputs {
+  Tensor<std::int32_t> element_count;
+  Tensor<std::int32_t> accumulated_element_count;
+  Tensor<std::int32_t> accumulated_element_count_with_zero;
+  index_t max_element_count = 0;
+};
+
+/// TritonBatchInputs of `batch`. ValueError when a count or the total passes 2^31 - 1.
+template <Element T>
+TritonBatchInputs triton_batch_inputs(const PackedBatch<T>& batch) {
+  const char* function = "triton_batch_inputs";
+  const index_t count = batch.batch_size(), width = batch.last_dim();
+  const index_t* first = batch.first_idx().data();
+  std::vector<index_t> values(static_cast<std::size_t>(count));
+  TritonBatchInputs out;
+  out.element_count = Tensor<std::int32_t>::empty(Shape{count});
+  for (index_t i = 0; i < count; ++i) {
+    values[static_cast<std::size_t>(i)] = (first[i + 1] - first[i]) * width;
+    out.element_count.data()[i] =
+        detail::to_int32(values[static_cast<std::size_t>(i)], function, "an element's count");
+    out.max_element_count = std::max(out.max_element_count, values[static_cast<std::size_t>(i)]);
+  }
+  out.accumulated_element_count_with_zero =
+      detail::int32_offsets(Tensor<index_t>(Shape{count}, values), function);
+  out.accumulated_element_count = out.accumulated_element_count_with_zero.narrow(0, 1, count);
+  return out;
+}
+
+#if TBATCH_DEFINITIONS
+
+TBATCH_INLINE std::int32_t detail::to_int32(index_t value, const char* function, const char* what) {
+  if (value > std::numeric_limits<std::int32_t>::max())
+    fail<ValueError>(function, {what, " is ", value,
+                                ", past int32's 2147483647: the convention's offsets are int32"});
+  return static_cast<std::int32_t>(value);
+}
+
+TBATCH_INLINE Tensor<std::int32_t> detail::int32_offsets(const Tensor<index_t>& counts,
+                                                         const char* function) {
+  const Tensor<index_t> first = get_first_idx(counts);
+  Tensor<std::int32_t> out = Tensor<std::int32_t>::empty(first.shape());
+  for (index_t i = 0; i < first.numel(); ++i)
+    out.data()[i] = to_int32(first.data()[i], function, "the running total");
+  return out;
+}
+
+TBATCH_INLINE PackedSequences pack_sequences(const std::vector<index_t>& lengths,
+                                             index_t max_tokens) {
   const char* function = "pack_sequences";
   if (max_tokens < 1)
     detail::fail<ValueError>(function, {"max_tokens is ", max_tokens, "; expected at least 1"});
@@ -257,35 +300,6 @@ inline PackedSequences pack_sequences(const std::vector<index_t>& lengths, index
   return out;
 }
 
-/// Triton's ragged-batch inputs of a packed batch: per element its count of values
-/// (BATCH_ELEMENT_COUNT), their running sum (BATCH_ACCUMULATED_ELEMENT_COUNT) and the same with a
-/// leading 0 (..._WITH_ZERO), all int32, and the largest count (BATCH_MAX_ELEMENT_COUNT_AS_SHAPE).
-struct TritonBatchInputs {
-  Tensor<std::int32_t> element_count;
-  Tensor<std::int32_t> accumulated_element_count;
-  Tensor<std::int32_t> accumulated_element_count_with_zero;
-  index_t max_element_count = 0;
-};
-
-/// TritonBatchInputs of `batch`. ValueError when a count or the total passes 2^31 - 1.
-template <Element T>
-TritonBatchInputs triton_batch_inputs(const PackedBatch<T>& batch) {
-  const char* function = "triton_batch_inputs";
-  const index_t count = batch.batch_size(), width = batch.last_dim();
-  const index_t* first = batch.first_idx().data();
-  std::vector<index_t> values(static_cast<std::size_t>(count));
-  TritonBatchInputs out;
-  out.element_count = Tensor<std::int32_t>::empty(Shape{count});
-  for (index_t i = 0; i < count; ++i) {
-    values[static_cast<std::size_t>(i)] = (first[i + 1] - first[i]) * width;
-    out.element_count.data()[i] =
-        detail::to_int32(values[static_cast<std::size_t>(i)], function, "an element's count");
-    out.max_element_count = std::max(out.max_element_count, values[static_cast<std::size_t>(i)]);
-  }
-  out.accumulated_element_count_with_zero =
-      detail::int32_offsets(Tensor<index_t>(Shape{count}, values), function);
-  out.accumulated_element_count = out.accumulated_element_count_with_zero.narrow(0, 1, count);
-  return out;
-}
+#endif  // TBATCH_DEFINITIONS
 
 }  // namespace tbatch

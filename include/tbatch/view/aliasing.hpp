@@ -58,16 +58,8 @@ bool may_share_elements(const StridedView<A>& a, const StridedView<B>& b) {
 /// very element that the output of layout `out` over `out_base` holds there (elements of `size`
 /// bytes both). An elementwise kernel reads each element just before it writes that element, so
 /// such an input needs no copy under rule 2: `a += a`, `x = exp(x)` in place.
-inline bool same_elements(const void* in_base, const Layout& in, const void* out_base,
-                          const Layout& out, index_t size) {
-  if (!(in.shape == out.shape)) return false;
-  if (static_cast<const char*>(in_base) + in.offset * size !=
-      static_cast<const char*>(out_base) + out.offset * size)
-    return false;
-  for (index_t d = 0; d < in.dim(); ++d)
-    if (in.shape[d] > 1 && in.strides[d] != out.strides[d]) return false;
-  return true;
-}
+TBATCH_INLINE bool same_elements(const void* in_base, const Layout& in, const void* out_base,
+                                 const Layout& out, index_t size);
 
 /// Rule 1 for an output of layout `l` of `function`: ValueError naming `name` when it holds an
 /// address twice.
@@ -185,4 +177,20 @@ TBATCH_INLINE void check_distinct_layout(const Layout& l, const char* function, 
 #endif  // TBATCH_DEFINITIONS
 
 }  // namespace detail
+
+#if TBATCH_DEFINITIONS
+
+TBATCH_INLINE bool detail::same_elements(const void* in_base, const Layout& in,
+                                         const void* out_base, const Layout& out, index_t size) {
+  if (!(in.shape == out.shape)) return false;
+  if (static_cast<const char*>(in_base) + in.offset * size !=
+      static_cast<const char*>(out_base) + out.offset * size)
+    return false;
+  for (index_t d = 0; d < in.dim(); ++d)
+    if (in.shape[d] > 1 && in.strides[d] != out.strides[d]) return false;
+  return true;
+}
+
+#endif  // TBATCH_DEFINITIONS
+
 }  // namespace tbatch

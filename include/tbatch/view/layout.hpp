@@ -2,17 +2,21 @@
 // Layout algebra: shape, strides (in elements) and offset, and the pure functions that make
 // views. Tensor, StridedView and TensorDict all call these; none re-implements them.
 
-#include <algorithm>
-#include <limits>
 #include <optional>
 #include <vector>
 
-#include "tbatch/base/checked_math.hpp"
 #include "tbatch/base/config.hpp"
-#include "tbatch/base/errors.hpp"
 #include "tbatch/base/shape.hpp"
 #include "tbatch/base/small_vector.hpp"
+
+#if TBATCH_DEFINITIONS
+#include <algorithm>
+#include <limits>
+
+#include "tbatch/base/checked_math.hpp"
+#include "tbatch/base/errors.hpp"
 #include "tbatch/view/walk.hpp"
+#endif
 
 namespace tbatch {
 
@@ -30,7 +34,115 @@ namespace layout {
 
 /// Row-major strides of `shape`. ShapeError when they overflow, which a size-0 dim does not
 /// prevent: {0, 2^62, 4} has no elements but a stride of 2^64.
-inline Strides contiguous_strides(const Shape& shape) {
+TBATCH_INLINE Strides contiguous_strides(const Shape& shape);
+
+/// A row-major layout of `shape` at offset 0 (strides and so the element count checked for
+/// overflow).
+TBATCH_INLINE Layout contiguous(Shape shape);
+
+/// True when the elements are row-major and dense (size-1 dims may have any stride).
+TBATCH_INLINE bool is_contiguous(const Layout& l);
+
+/// True when some dim of more than one element has stride 0 (a broadcast or expanded view: it
+/// reads fewer elements than it has).
+TBATCH_INLINE bool repeats_elements(const Layout& l);
+
+/// Maps a possibly negative `dim` into [0, rank); IndexError naming `function` otherwise.
+TBATCH_INLINE index_t normalize_dim(index_t dim, index_t rank, const char* function);
+
+/// Elements [start, stop) with `step` along `dim`, Python slice rules: negative start/stop
+/// count from the end, out-of-range bounds clamp, a negative step walks backwards.
+TBATCH_INLINE Layout slice(const Layout& l, index_t dim, std::optional<index_t> start,
+                           std::optional<index_t> stop, index_t step = 1);
+
+/// Element `index` of `dim` (negative counts from the end); removes the dim.
+TBATCH_INLINE Layout select(const Layout& l, index_t dim, index_t index);
+
+/// `length` elements of `dim` from `start` (negative start counts from the end).
+TBATCH_INLINE Layout narrow(const Layout& l, index_t dim, index_t start, index_t length);
+
+/// Reorders the dims: output dim i is input dim dims[i].
+TBATCH_INLINE Layout permute(const Layout& l, const std::vector<index_t>& dims);
+
+/// Swaps dims a and b.
+TBATCH_INLINE Layout transpose(const Layout& l, index_t a, index_t b);
+
+/// Inserts a size-1 dim at `dim` (in [-rank-1, rank]).
+TBATCH_INLINE Layout unsqueeze(const Layout& l, index_t dim);
+
+/// Removes every size-1 dim.
+TBATCH_INLINE Layout squeeze(const Layout& l);
+
+/// Removes `dim` if its size is 1; otherwise returns the layout unchanged (as torch).
+TBATCH_INLINE Layout squeeze(const Layout& l, index_t dim);
+
+/// Broadcasts size-1 dims (stride 0) and prepends new leading dims; -1 keeps a size.
+TBATCH_INLINE Layout expand(const Layout& l, const std::vector<index_t>& sizes);
+
+/// Resolves one -1 in `sizes` so the product equals `numel`; ShapeError otherwise.
+TBATCH_INLINE Shape infer_size(const std::vector<index_t>& sizes, index_t numel,
+                               const char* function);
+
+/// The same elements seen with shape `sizes` (one -1 allowed), without copying; nullopt when
+/// the strides cannot express it (then a copy is needed).
+TBATCH_INLINE std::optional<Layout> try_view(const Layout& l, const std::vector<index_t>& sizes,
+                                             const char* function);
+
+/// Collapses dims [start, end] into one; nullopt when that needs a copy.
+TBATCH_INLINE std::optional<Layout> try_flatten(const Layout& l, index_t start, index_t end);
+
+/// Splits `dim` into `sizes` (one -1 allowed); always a view.
+TBATCH_INLINE Layout unflatten(const Layout& l, index_t dim, const std::vector<index_t>& sizes);
+
+/// Sliding windows along `dim` (torch's Tensor.unfold): `dim` becomes the window count
+/// (size_of_dim - size) / step + 1 with stride step * stride, and a new last dim of `size`
+/// holds each window's elements. Always a view; windows overlap when step < size.
+TBATCH_INLINE Layout unfold(const Layout& l, index_t dim, index_t size, index_t step);
+
+/// Consecutive pieces of `dim` with the given sizes, which must sum to the dim's size.
+TBATCH_INLINE std::vector<Layout> split(const Layout& l, const std::vector<index_t>& sizes,
+                                        index_t dim);
+
+/// Pieces of `size` elements along `dim` (the last may be shorter).
+TBATCH_INLINE std::vector<Layout> split(const Layout& l, index_t size, index_t dim);
+
+/// At most `chunks` pieces of ceil(size / chunks) elements along `dim` (as torch.chunk).
+TBATCH_INLINE std::vector<Layout> chunk(const Layout& l, index_t chunks, index_t dim);
+
+/// Every element of `dim`, each with the dim removed.
+TBATCH_INLINE std::vector<Layout> unbind(const Layout& l, index_t dim);
+
+/// The lowest and highest element offsets a layout with elements addresses (offset included).
+/// extent() guarantees that highest - lowest + 1, the span, fits in index_t.
+struct Extent {
+  index_t lowest;
+  index_t highest;
+};
+/// The extent of `l` (which must have elements); ShapeError naming `function` when a dim's
+/// reach, either end or the span overflows index_t, so callers may subtract the ends freely.
+TBATCH_INLINE Extent extent(const Layout& l, const char* function);
+
+/// ValueError naming `function` unless every element that `l` addresses lies in [0, capacity)
+/// (a buffer of `capacity` elements); ShapeError for strides that do not match the shape's
+/// rank. A layout without elements addresses none.
+TBATCH_INLINE void check_inside(const Layout& l, index_t capacity, const char* function);
+
+/// True when `from` broadcasts to exactly `to` (numpy rules, as expand() accepts).
+TBATCH_INLINE bool broadcasts_to(const Shape& from, const Shape& to);
+
+/// `l` broadcast to `shape` (numpy rules: new leading dims and size-1 dims get stride 0), a view
+/// of the same elements; ShapeError naming `function` and `name` when it does not broadcast.
+TBATCH_INLINE Layout broadcast(const Layout& l, const Shape& shape, const char* function,
+                               const char* name);
+
+/// The shape both `a` and `b` broadcast to (numpy rules); ShapeError naming `function`.
+TBATCH_INLINE Shape broadcast_shapes(const Shape& a, const Shape& b, const char* function);
+
+}  // namespace layout
+
+#if TBATCH_DEFINITIONS
+
+TBATCH_INLINE Strides layout::contiguous_strides(const Shape& shape) {
   Strides strides(shape.size());
   index_t stride = 1;
   for (std::size_t d = shape.size(); d-- > 0;) {
@@ -43,15 +155,12 @@ inline Strides contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-/// A row-major layout of `shape` at offset 0 (strides and so the element count checked for
-/// overflow).
-inline Layout contiguous(Shape shape) {
+TBATCH_INLINE Layout layout::contiguous(Shape shape) {
   auto strides = contiguous_strides(shape);
   return Layout{std::move(shape), std::move(strides), 0};
 }
 
-/// True when the elements are row-major and dense (size-1 dims may have any stride).
-inline bool is_contiguous(const Layout& l) {
+TBATCH_INLINE bool layout::is_contiguous(const Layout& l) {
   const index_t* sizes = l.shape.data();
   const index_t* strides = l.strides.data();
   index_t expected = 1;
@@ -63,16 +172,13 @@ inline bool is_contiguous(const Layout& l) {
   return true;
 }
 
-/// True when some dim of more than one element has stride 0 (a broadcast or expanded view: it
-/// reads fewer elements than it has).
-inline bool repeats_elements(const Layout& l) {
+TBATCH_INLINE bool layout::repeats_elements(const Layout& l) {
   for (std::size_t d = 0; d < l.shape.size(); ++d)
     if (l.shape[d] > 1 && l.strides[d] == 0) return true;
   return false;
 }
 
-/// Maps a possibly negative `dim` into [0, rank); IndexError naming `function` otherwise.
-inline index_t normalize_dim(index_t dim, index_t rank, const char* function) {
+TBATCH_INLINE index_t layout::normalize_dim(index_t dim, index_t rank, const char* function) {
   if (dim < -rank || dim >= rank) {
     if (rank == 0)
       detail::fail<IndexError>(function,
@@ -83,10 +189,8 @@ inline index_t normalize_dim(index_t dim, index_t rank, const char* function) {
   return dim < 0 ? dim + rank : dim;
 }
 
-/// Elements [start, stop) with `step` along `dim`, Python slice rules: negative start/stop
-/// count from the end, out-of-range bounds clamp, a negative step walks backwards.
-inline Layout slice(const Layout& l, index_t dim, std::optional<index_t> start,
-                    std::optional<index_t> stop, index_t step = 1) {
+TBATCH_INLINE Layout layout::slice(const Layout& l, index_t dim, std::optional<index_t> start,
+                                   std::optional<index_t> stop, index_t step) {
   const index_t d = normalize_dim(dim, l.dim(), "slice");
   if (step == 0) detail::fail<ValueError>("slice", {"step 0 at dim ", dim, " must be non-zero"});
   const index_t size = l.shape[d];
@@ -112,8 +216,7 @@ inline Layout slice(const Layout& l, index_t dim, std::optional<index_t> start,
   return out;
 }
 
-/// Element `index` of `dim` (negative counts from the end); removes the dim.
-inline Layout select(const Layout& l, index_t dim, index_t index) {
+TBATCH_INLINE Layout layout::select(const Layout& l, index_t dim, index_t index) {
   const index_t d = normalize_dim(dim, l.dim(), "select");
   const index_t size = l.shape[d];
   if (index < -size || index >= size)
@@ -128,8 +231,7 @@ inline Layout select(const Layout& l, index_t dim, index_t index) {
   return out;
 }
 
-/// `length` elements of `dim` from `start` (negative start counts from the end).
-inline Layout narrow(const Layout& l, index_t dim, index_t start, index_t length) {
+TBATCH_INLINE Layout layout::narrow(const Layout& l, index_t dim, index_t start, index_t length) {
   const index_t d = normalize_dim(dim, l.dim(), "narrow");
   const index_t size = l.shape[d];
   if (start < -size || start > size)
@@ -145,8 +247,7 @@ inline Layout narrow(const Layout& l, index_t dim, index_t start, index_t length
   return out;
 }
 
-/// Reorders the dims: output dim i is input dim dims[i].
-inline Layout permute(const Layout& l, const std::vector<index_t>& dims) {
+TBATCH_INLINE Layout layout::permute(const Layout& l, const std::vector<index_t>& dims) {
   const index_t rank = l.dim();
   if (static_cast<index_t>(dims.size()) != rank)
     detail::fail<ShapeError>("permute", {"got ", dims.size(), " dims for a tensor of rank ", rank,
@@ -165,8 +266,7 @@ inline Layout permute(const Layout& l, const std::vector<index_t>& dims) {
   return out;
 }
 
-/// Swaps dims a and b.
-inline Layout transpose(const Layout& l, index_t a, index_t b) {
+TBATCH_INLINE Layout layout::transpose(const Layout& l, index_t a, index_t b) {
   const index_t da = normalize_dim(a, l.dim(), "transpose");
   const index_t db = normalize_dim(b, l.dim(), "transpose");
   Layout out = l;
@@ -176,8 +276,7 @@ inline Layout transpose(const Layout& l, index_t a, index_t b) {
   return out;
 }
 
-/// Inserts a size-1 dim at `dim` (in [-rank-1, rank]).
-inline Layout unsqueeze(const Layout& l, index_t dim) {
+TBATCH_INLINE Layout layout::unsqueeze(const Layout& l, index_t dim) {
   const index_t d = normalize_dim(dim, l.dim() + 1, "unsqueeze");
   Layout out = l;
   const index_t stride = d < l.dim() ? l.strides[d] * std::max<index_t>(l.shape[d], 1) : 1;
@@ -186,8 +285,7 @@ inline Layout unsqueeze(const Layout& l, index_t dim) {
   return out;
 }
 
-/// Removes every size-1 dim.
-inline Layout squeeze(const Layout& l) {
+TBATCH_INLINE Layout layout::squeeze(const Layout& l) {
   Layout out;
   out.offset = l.offset;
   for (index_t d = 0; d < l.dim(); ++d) {
@@ -198,8 +296,7 @@ inline Layout squeeze(const Layout& l) {
   return out;
 }
 
-/// Removes `dim` if its size is 1; otherwise returns the layout unchanged (as torch).
-inline Layout squeeze(const Layout& l, index_t dim) {
+TBATCH_INLINE Layout layout::squeeze(const Layout& l, index_t dim) {
   const index_t d = normalize_dim(dim, l.dim(), "squeeze");
   if (l.shape[d] != 1) return l;
   Layout out = l;
@@ -208,8 +305,7 @@ inline Layout squeeze(const Layout& l, index_t dim) {
   return out;
 }
 
-/// Broadcasts size-1 dims (stride 0) and prepends new leading dims; -1 keeps a size.
-inline Layout expand(const Layout& l, const std::vector<index_t>& sizes) {
+TBATCH_INLINE Layout layout::expand(const Layout& l, const std::vector<index_t>& sizes) {
   const index_t rank = l.dim();
   const index_t new_rank = static_cast<index_t>(sizes.size());
   if (new_rank < rank)
@@ -247,8 +343,8 @@ inline Layout expand(const Layout& l, const std::vector<index_t>& sizes) {
   return out;
 }
 
-/// Resolves one -1 in `sizes` so the product equals `numel`; ShapeError otherwise.
-inline Shape infer_size(const std::vector<index_t>& sizes, index_t numel, const char* function) {
+TBATCH_INLINE Shape layout::infer_size(const std::vector<index_t>& sizes, index_t numel,
+                                       const char* function) {
   std::optional<std::size_t> infer_at;
   index_t known = 1;
   index_t extent = 1;  // the product with size-0 dims as 1, which row-major strides must fit
@@ -282,10 +378,9 @@ inline Shape infer_size(const std::vector<index_t>& sizes, index_t numel, const 
   return resolved;
 }
 
-/// The same elements seen with shape `sizes` (one -1 allowed), without copying; nullopt when
-/// the strides cannot express it (then a copy is needed).
-inline std::optional<Layout> try_view(const Layout& l, const std::vector<index_t>& sizes,
-                                      const char* function) {
+TBATCH_INLINE std::optional<Layout> layout::try_view(const Layout& l,
+                                                     const std::vector<index_t>& sizes,
+                                                     const char* function) {
   const index_t numel = l.shape.numel();
   Shape shape = infer_size(sizes, numel, function);
   if (numel == 0 || l.dim() == 0 || is_contiguous(l)) {
@@ -322,8 +417,8 @@ inline std::optional<Layout> try_view(const Layout& l, const std::vector<index_t
   return Layout{std::move(shape), std::move(strides), l.offset};
 }
 
-/// Collapses dims [start, end] into one; nullopt when that needs a copy.
-inline std::optional<Layout> try_flatten(const Layout& l, index_t start, index_t end) {
+TBATCH_INLINE std::optional<Layout> layout::try_flatten(const Layout& l, index_t start,
+                                                        index_t end) {
   if (l.dim() == 0) return try_view(l, {1}, "flatten");
   const index_t s = normalize_dim(start, l.dim(), "flatten");
   const index_t e = normalize_dim(end, l.dim(), "flatten");
@@ -341,8 +436,8 @@ inline std::optional<Layout> try_flatten(const Layout& l, index_t start, index_t
   return try_view(l, sizes, "flatten");
 }
 
-/// Splits `dim` into `sizes` (one -1 allowed); always a view.
-inline Layout unflatten(const Layout& l, index_t dim, const std::vector<index_t>& sizes) {
+TBATCH_INLINE Layout layout::unflatten(const Layout& l, index_t dim,
+                                       const std::vector<index_t>& sizes) {
   const index_t d = normalize_dim(dim, l.dim(), "unflatten");
   if (sizes.empty()) detail::fail<ShapeError>("unflatten", {"sizes must not be empty"});
   const Shape inner = infer_size(sizes, l.shape[d], "unflatten");
@@ -370,10 +465,7 @@ inline Layout unflatten(const Layout& l, index_t dim, const std::vector<index_t>
   return out;
 }
 
-/// Sliding windows along `dim` (torch's Tensor.unfold): `dim` becomes the window count
-/// (size_of_dim - size) / step + 1 with stride step * stride, and a new last dim of `size`
-/// holds each window's elements. Always a view; windows overlap when step < size.
-inline Layout unfold(const Layout& l, index_t dim, index_t size, index_t step) {
+TBATCH_INLINE Layout layout::unfold(const Layout& l, index_t dim, index_t size, index_t step) {
   const index_t d = normalize_dim(dim, l.dim(), "unfold");
   if (step <= 0) detail::fail<ValueError>("unfold", {"step ", step, " must be positive"});
   if (size < 0 || size > l.shape[d])
@@ -388,8 +480,8 @@ inline Layout unfold(const Layout& l, index_t dim, index_t size, index_t step) {
   return out;
 }
 
-/// Consecutive pieces of `dim` with the given sizes, which must sum to the dim's size.
-inline std::vector<Layout> split(const Layout& l, const std::vector<index_t>& sizes, index_t dim) {
+TBATCH_INLINE std::vector<Layout> layout::split(const Layout& l, const std::vector<index_t>& sizes,
+                                                index_t dim) {
   const index_t d = normalize_dim(dim, l.dim(), "split");
   index_t total = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -410,8 +502,7 @@ inline std::vector<Layout> split(const Layout& l, const std::vector<index_t>& si
   return pieces;
 }
 
-/// Pieces of `size` elements along `dim` (the last may be shorter).
-inline std::vector<Layout> split(const Layout& l, index_t size, index_t dim) {
+TBATCH_INLINE std::vector<Layout> layout::split(const Layout& l, index_t size, index_t dim) {
   const index_t d = normalize_dim(dim, l.dim(), "split");
   if (size <= 0 && !(size == 0 && l.shape[d] == 0))
     detail::fail<ValueError>("split", {"split size ", size, " must be positive"});
@@ -422,8 +513,7 @@ inline std::vector<Layout> split(const Layout& l, index_t size, index_t dim) {
   return split(l, sizes, d);
 }
 
-/// At most `chunks` pieces of ceil(size / chunks) elements along `dim` (as torch.chunk).
-inline std::vector<Layout> chunk(const Layout& l, index_t chunks, index_t dim) {
+TBATCH_INLINE std::vector<Layout> layout::chunk(const Layout& l, index_t chunks, index_t dim) {
   const index_t d = normalize_dim(dim, l.dim(), "chunk");
   if (chunks <= 0) detail::fail<ValueError>("chunk", {"chunks ", chunks, " must be positive"});
   const index_t size = l.shape[d];
@@ -432,8 +522,7 @@ inline std::vector<Layout> chunk(const Layout& l, index_t chunks, index_t dim) {
   return split(l, piece, d);
 }
 
-/// Every element of `dim`, each with the dim removed.
-inline std::vector<Layout> unbind(const Layout& l, index_t dim) {
+TBATCH_INLINE std::vector<Layout> layout::unbind(const Layout& l, index_t dim) {
   const index_t d = normalize_dim(dim, l.dim(), "unbind");
   std::vector<Layout> pieces;
   pieces.reserve(static_cast<std::size_t>(l.shape[d]));
@@ -442,15 +531,7 @@ inline std::vector<Layout> unbind(const Layout& l, index_t dim) {
   return pieces;
 }
 
-/// The lowest and highest element offsets a layout with elements addresses (offset included).
-/// extent() guarantees that highest - lowest + 1, the span, fits in index_t.
-struct Extent {
-  index_t lowest;
-  index_t highest;
-};
-/// The extent of `l` (which must have elements); ShapeError naming `function` when a dim's
-/// reach, either end or the span overflows index_t, so callers may subtract the ends freely.
-inline Extent extent(const Layout& l, const char* function) {
+TBATCH_INLINE layout::Extent layout::extent(const Layout& l, const char* function) {
   Extent e{l.offset, l.offset};
   bool overflows = false;
   for (index_t d = 0; d < l.dim() && !overflows; ++d) {
@@ -468,10 +549,7 @@ inline Extent extent(const Layout& l, const char* function) {
   return e;
 }
 
-/// ValueError naming `function` unless every element that `l` addresses lies in [0, capacity)
-/// (a buffer of `capacity` elements); ShapeError for strides that do not match the shape's
-/// rank. A layout without elements addresses none.
-inline void check_inside(const Layout& l, index_t capacity, const char* function) {
+TBATCH_INLINE void layout::check_inside(const Layout& l, index_t capacity, const char* function) {
   if (l.strides.size() != l.shape.size())
     detail::fail<ShapeError>(function, {"layout has ", l.strides.size(),
                                         " strides for a shape of rank ", l.shape.size()});
@@ -484,8 +562,7 @@ inline void check_inside(const Layout& l, index_t capacity, const char* function
                    ", outside the buffer of ", capacity, " elements"});
 }
 
-/// True when `from` broadcasts to exactly `to` (numpy rules, as expand() accepts).
-inline bool broadcasts_to(const Shape& from, const Shape& to) {
+TBATCH_INLINE bool layout::broadcasts_to(const Shape& from, const Shape& to) {
   if (from.size() > to.size()) return false;
   const std::size_t lead = to.size() - from.size();
   for (std::size_t i = 0; i < from.size(); ++i)
@@ -493,10 +570,8 @@ inline bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
-/// `l` broadcast to `shape` (numpy rules: new leading dims and size-1 dims get stride 0), a view
-/// of the same elements; ShapeError naming `function` and `name` when it does not broadcast.
-inline Layout broadcast(const Layout& l, const Shape& shape, const char* function,
-                        const char* name) {
+TBATCH_INLINE Layout layout::broadcast(const Layout& l, const Shape& shape, const char* function,
+                                       const char* name) {
   if (!broadcasts_to(l.shape, shape))
     detail::fail<ShapeError>(
         function, {name, " of shape ", l.shape, " does not broadcast to the shape ", shape});
@@ -507,8 +582,7 @@ inline Layout broadcast(const Layout& l, const Shape& shape, const char* functio
   return out;
 }
 
-/// The shape both `a` and `b` broadcast to (numpy rules); ShapeError naming `function`.
-inline Shape broadcast_shapes(const Shape& a, const Shape& b, const char* function) {
+TBATCH_INLINE Shape layout::broadcast_shapes(const Shape& a, const Shape& b, const char* function) {
   const std::size_t rank = std::max(a.size(), b.size());
   Shape out;
   for (std::size_t i = 0; i < rank; ++i) {
@@ -523,5 +597,5 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b, const char* functi
   return out;
 }
 
-}  // namespace layout
+#endif  // TBATCH_DEFINITIONS
 }  // namespace tbatch
