@@ -130,7 +130,9 @@ template <class T>
 bool is_nan(const T& value) {
   if constexpr (std::is_floating_point_v<T>)
     return std::isnan(value);
-  else if constexpr (FloatingElement<T>)  // half, bfloat16
+  else if constexpr (std::is_same_v<T, Eigen::half>)  // all exponent bits and a mantissa bit
+    return (value.x & 0x7fff) > 0x7c00;
+  else if constexpr (FloatingElement<T>)  // bfloat16
     return std::isnan(static_cast<float>(value));
   else
     return false;
