@@ -130,9 +130,9 @@ template <class T>
 bool is_nan(const T& value) {
   if constexpr (std::is_floating_point_v<T>)
     return std::isnan(value);
-  else if constexpr (std::is_same_v<T, Eigen::half>)  // all exponent bits and a mantissa bit
-    return (value.x & 0x7fff) > 0x7c00;
-  else if constexpr (FloatingElement<T>)  // bfloat16
+  else if constexpr (std::is_same_v<T, Eigen::half>)  // exponent all ones, mantissa not zero
+    return (std::bit_cast<std::uint16_t>(value.x) & 0x7fff) > 0x7c00;  // x: __fp16 on some ARM
+  else if constexpr (FloatingElement<T>)                               // bfloat16
     return std::isnan(static_cast<float>(value));
   else
     return false;
