@@ -3,10 +3,7 @@
 # and the intrinsics), nlohmann-json or <immintrin.h>; no tbatch header may include <sstream>,
 # <iostream> or a POSIX header itself (the standard library's own use of them, as <filesystem>
 # includes <sstream>, is not tbatch's choice).
-set(include_args)
-foreach(dir IN LISTS INCLUDES)
-  list(APPEND include_args -I${dir})
-endforeach()
+list(TRANSFORM INCLUDES PREPEND -I OUTPUT_VARIABLE include_args)
 set(failures)
 foreach(header IN LISTS HEADERS)
   file(WRITE ${WORK_DIR}/compiled_mode_includes.cpp
