@@ -311,8 +311,19 @@ void cumulate_views(const StridedView<A>& out, const StridedView<const A>& previ
       out, previous);
 }
 
+/// fold_rows of an element taller than a tile, kept out of reduce_blocks' flattened loop: inlined
+/// there, it made amax over 1,024 elements of up to 512 rows slower.
+template <Reduction R, class T, class A, index_t tile>
+[[gnu::noinline]] void fold_tall_element(A* acc, const T* in, index_t row, index_t rows,
+                                         index_t width) {
+  fold_rows<R, T, A, tile>(acc, in, row, rows, width, true);
+}
+
+/// Flattened: the walk, the fold of each short block and its emit become one loop with fewer
+/// instructions per element, so more elements' loads are in flight (docs/benchmarks.md).
 template <Reduction R, class T>
-void reduce_blocks(const RowBlocks<2>& blocks, ReducedOf<R, T>* out, const T* x, bool mean) {
+[[gnu::flatten]] void reduce_blocks(const RowBlocks<2>& blocks, ReducedOf<R, T>* out, const T* x,
+                                    bool mean) {
   using A = AccumulatorOf<R, T>;
   using Out = ReducedOf<R, T>;
   constexpr index_t tile = 32;
@@ -330,7 +341,7 @@ void reduce_blocks(const RowBlocks<2>& blocks, ReducedOf<R, T>* out, const T* x,
       return;
     }
     if (!taller) taller = std::make_unique<A[]>(static_cast<std::size_t>(blocks.width));
-    fold_rows<R, T, A, tile>(taller.get(), in, blocks.row[1], rows, blocks.width, true);
+    fold_tall_element<R, T, A, tile>(taller.get(), in, blocks.row[1], rows, blocks.width);
     for (index_t c = 0; c < blocks.width; ++c)
       emit(c, taller[static_cast<std::size_t>(c)]);
   };
