@@ -296,20 +296,26 @@ TEMPLATE_TEST_CASE("reductions along the ragged dim of wide elements match each 
                    "[ragged][reduce]", float, std::int32_t) {
   using T = TestType;
   std::mt19937 rng(65);
-  // 37 columns: whole register-wide chunks of the block kernel and a tail.
-  std::vector<Tensor<T>> list;
-  for (index_t length : {5, 0, 1, 40, 3})
-    list.push_back(strided_tensor<T>(Shape{length, 37}, rng, [&] { return random_value<T>(rng); }));
-  const PackedBatch<T> packed = list_to_packed(list);
-  const PaddedBatch<T> padded = list_to_padded(list, poison<T>());
-  const Tensor<SumType<T>> sums = sum(packed, 0), padded_sums = sum(padded, 0);
-  const Tensor<T> highest = amax(packed, 0, false, T(-100));
-  for (index_t i = 0; i < static_cast<index_t>(list.size()); ++i) {
-    INFO("element " << i);
-    CHECK(same_values(sums.select(0, i).contiguous(), sum(list[i], 0)));
-    CHECK(same_values(padded_sums.select(0, i).contiguous(), sum(list[i], 0)));
-    CHECK(same_values(highest.select(0, i).contiguous(),
-                      list[i].size(0) == 0 ? Tensor<T>(Shape{37}, T(-100)) : amax(list[i], 0)));
+  // 37 columns: whole register-wide chunks of the block kernel and a tail; 8 and 16: rows of one
+  // or two registers of accumulators, which have a fold of their own.
+  for (index_t width : {37, 16, 8}) {
+    INFO("width " << width);
+    std::vector<Tensor<T>> list;
+    for (index_t length : {5, 0, 1, 40, 3})
+      list.push_back(
+          strided_tensor<T>(Shape{length, width}, rng, [&] { return random_value<T>(rng); }));
+    const PackedBatch<T> packed = list_to_packed(list);
+    const PaddedBatch<T> padded = list_to_padded(list, poison<T>());
+    const Tensor<SumType<T>> sums = sum(packed, 0), padded_sums = sum(padded, 0);
+    const Tensor<T> highest = amax(packed, 0, false, T(-100));
+    for (index_t i = 0; i < static_cast<index_t>(list.size()); ++i) {
+      INFO("element " << i);
+      CHECK(same_values(sums.select(0, i).contiguous(), sum(list[i], 0)));
+      CHECK(same_values(padded_sums.select(0, i).contiguous(), sum(list[i], 0)));
+      CHECK(same_values(highest.select(0, i).contiguous(), list[i].size(0) == 0
+                                                               ? Tensor<T>(Shape{width}, T(-100))
+                                                               : amax(list[i], 0)));
+    }
   }
 }
 
