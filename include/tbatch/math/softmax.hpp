@@ -5,6 +5,7 @@
 // Along other dims the maximum and the sum are reductions (math/reductions.hpp) whose runs
 // cross the rows, so that every pass streams through memory.
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <type_traits>
@@ -33,11 +34,14 @@ TBATCH_INLINE void softmax_raw(bool log, const RawView& x, const RawView& out, i
 
 /// Blocks whose softmax runs along their rows: block k holds rows(k) rows of `width` contiguous
 /// values, from element offset x_start(k) of x and out_start(k) of out, consecutive rows x_row
-/// and out_row elements apart. The blocks of out share no element with x.
+/// and out_row elements apart. The blocks of out share no element with x. pad_to, when not 0:
+/// out's blocks are padded slots (out_row == width), whose elements from the block's rows up to
+/// pad_to are written 0 while the slot is in cache.
 struct SoftmaxBlocks {
   BlockStarts x_start, out_start;
   BlockRows rows;
   index_t count, width, x_row, out_row;
+  index_t pad_to = 0;
 };
 /// The library's entry point (compiled mode) of the blocks' softmax: float and double.
 TBATCH_INLINE void softmax_blocks_raw(bool log, DType dtype, const void* x, void* out,
@@ -80,9 +84,12 @@ void softmax_block(bool log, const C* in, index_t in_row, C* out, index_t out_ro
 template <class C>
 void softmax_blocks(bool log, const C* x, C* out, const SoftmaxBlocks& b) {
   Eigen::Array<C, Eigen::Dynamic, 1> maximum(b.width), sum(b.width);
-  for (index_t k = 0; k < b.count; ++k)
-    softmax_block(log, x + b.x_start(k), b.x_row, out + b.out_start(k), b.out_row, b.rows(k),
-                  b.width, maximum, sum);
+  for (index_t k = 0; k < b.count; ++k) {
+    const index_t rows = b.rows(k);
+    C* slot = out + b.out_start(k);
+    softmax_block(log, x + b.x_start(k), b.x_row, slot, b.out_row, rows, b.width, maximum, sum);
+    if (b.pad_to != 0) std::fill(slot + rows * b.width, slot + b.pad_to, C{});
+  }
 }
 
 /// The (log-)softmax of the n values at `in` into `out` (the same array, or one apart).

@@ -203,15 +203,16 @@ BatchReduction<Out, B> reduce_batch(const B& x, const Dims& dims, bool keepdim,
 template <LayoutBatch B>
 B softmax_element_blocks(bool log, const B& x) {
   using T = ValueOf<B>;
-  // Every row of packed data is an element's; a padded result's padding is 0.
-  B out = with_metadata<T>(x, kind_of<B> == BatchKind::padded ? Tensor<T>(x.data().shape(), T{})
-                                                              : Tensor<T>::empty(x.data().shape()));
+  // Every row of packed data is an element's; the kernel writes a padded result's padding as 0
+  // slot by slot (a whole-tensor fill first was 12% of the padded softmax on small elements).
+  B out = with_metadata<T>(x, Tensor<T>::empty(x.data().shape()));
   const BatchGeometry in = geometry_of(x), result = geometry_of(out);
   Tensor<T> data = out.data();
+  const index_t pad_to = kind_of<B> == BatchKind::padded ? data.stride(0) : 0;
   run_softmax_blocks<T>(
       log, x.data().data(), data.data(),
       SoftmaxBlocks{in.block_starts(), result.block_starts(), in.block_rows(), x.batch_size(),
-                    x.last_dim(), in.stride(0, 0), result.stride(0, 0)});
+                    x.last_dim(), in.stride(0, 0), result.stride(0, 0), pad_to});
   return out;
 }
 
