@@ -32,20 +32,12 @@ namespace detail {
 /// into `out`, of x's shape and dtype and sharing no element with x.
 TBATCH_INLINE void softmax_raw(bool log, const RawView& x, const RawView& out, index_t dim);
 
-/// Blocks whose softmax runs along their rows: block k holds rows(k) rows of `width` contiguous
-/// values, from element offset x_start(k) of x and out_start(k) of out, consecutive rows x_row
-/// and out_row elements apart. The blocks of out share no element with x. pad_to, when not 0:
-/// out's blocks are padded slots (out_row == width), whose elements from the block's rows up to
-/// pad_to are written 0 while the slot is in cache.
-struct SoftmaxBlocks {
-  BlockStarts x_start, out_start;
-  BlockRows rows;
-  index_t count, width, x_row, out_row;
-  index_t pad_to = 0;
-};
-/// The library's entry point (compiled mode) of the blocks' softmax: float and double.
+/// The library's entry point (compiled mode) of the blocks' softmax (float and double): each
+/// block of x (operand 1), rows(k) rows of `width` contiguous values, gets its softmax along the
+/// rows into the block of out (operand 0), which shares no element with x; with pad_to, out's
+/// padded slots get 0 after their rows (walk_blocks).
 TBATCH_INLINE void softmax_blocks_raw(bool log, DType dtype, const void* x, void* out,
-                                      const SoftmaxBlocks& blocks);
+                                      const RowBlocks<2>& blocks);
 
 #if TBATCH_DEFINITIONS
 
@@ -82,14 +74,14 @@ void softmax_block(bool log, const C* in, index_t in_row, C* out, index_t out_ro
 }
 
 template <class C>
-void softmax_blocks(bool log, const C* x, C* out, const SoftmaxBlocks& b) {
-  Eigen::Array<C, Eigen::Dynamic, 1> maximum(b.width), sum(b.width);
-  for (index_t k = 0; k < b.count; ++k) {
-    const index_t rows = b.rows(k);
-    C* slot = out + b.out_start(k);
-    softmax_block(log, x + b.x_start(k), b.x_row, slot, b.out_row, rows, b.width, maximum, sum);
-    if (b.pad_to != 0) std::fill(slot + rows * b.width, slot + b.pad_to, C{});
-  }
+void softmax_blocks(bool log, const C* x, C* out, const RowBlocks<2>& blocks) {
+  Eigen::Array<C, Eigen::Dynamic, 1> maximum(blocks.width), sum(blocks.width);
+  walk_blocks(blocks, [&](const std::array<index_t, 2>& at, index_t rows) {
+    C* slot = out + at[0];
+    softmax_block(log, x + at[1], blocks.row[1], slot, blocks.row[0], rows, blocks.width, maximum,
+                  sum);
+    if (blocks.pad_to != 0) std::fill(slot + rows * blocks.width, slot + blocks.pad_to, C{});
+  });
 }
 
 /// The (log-)softmax of the n values at `in` into `out` (the same array, or one apart).
@@ -235,7 +227,7 @@ void run_softmax(bool log, const StridedView<const T>& x, const StridedView<T>& 
 /// softmax_blocks of x's and out's blocks (float or double): instantiated here in header-only
 /// mode, the library's otherwise.
 template <class T>
-void run_softmax_blocks(bool log, const T* x, T* out, const SoftmaxBlocks& blocks) {
+void run_softmax_blocks(bool log, const T* x, T* out, const RowBlocks<2>& blocks) {
 #if TBATCH_DEFINITIONS
   softmax_blocks<T>(log, x, out, blocks);
 #else
@@ -291,7 +283,7 @@ TBATCH_INLINE void softmax_raw(bool log, const RawView& x, const RawView& out, i
 }
 
 TBATCH_INLINE void softmax_blocks_raw(bool log, DType dtype, const void* x, void* out,
-                                      const SoftmaxBlocks& blocks) {
+                                      const RowBlocks<2>& blocks) {
   dispatch_dtype(dtype, [&]<class T>(std::type_identity<T>) {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
       softmax_blocks<T>(log, static_cast<const T*>(x), static_cast<T*>(out), blocks);

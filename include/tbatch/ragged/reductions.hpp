@@ -209,10 +209,14 @@ B softmax_element_blocks(bool log, const B& x) {
   const BatchGeometry in = geometry_of(x), result = geometry_of(out);
   Tensor<T> data = out.data();
   const index_t pad_to = kind_of<B> == BatchKind::padded ? data.stride(0) : 0;
-  run_softmax_blocks<T>(
-      log, x.data().data(), data.data(),
-      SoftmaxBlocks{in.block_starts(), result.block_starts(), in.block_rows(), x.batch_size(),
-                    x.last_dim(), in.stride(0, 0), result.stride(0, 0), pad_to});
+  run_softmax_blocks<T>(log, x.data().data(), data.data(),
+                        RowBlocks<2>{{result.block_starts(), in.block_starts()},
+                                     in.block_rows(),
+                                     x.batch_size(),
+                                     x.last_dim(),
+                                     {result.stride(0, 0), in.stride(0, 0)},
+                                     {1, 1},
+                                     pad_to});
   return out;
 }
 
