@@ -53,6 +53,19 @@ inline constexpr index_t min_slab_elements = 4096;
 inline constexpr index_t index_block = 1024;
 /// scatter_reduce mean: positions of self counted at once (index_t counts per position).
 inline constexpr index_t mean_count_block = index_t(1) << 18;
+/// The target's widest vector register, in bytes (AVX-512: 64, AVX: 32, otherwise 16), or
+/// TBATCH_VECTOR_REGISTER_BYTES where that is defined.
+#if defined(TBATCH_VECTOR_REGISTER_BYTES)
+inline constexpr index_t vector_register_bytes = TBATCH_VECTOR_REGISTER_BYTES;
+#elif defined(__AVX512F__)
+inline constexpr index_t vector_register_bytes = 64;
+#elif defined(__AVX__)
+inline constexpr index_t vector_register_bytes = 32;
+#else
+inline constexpr index_t vector_register_bytes = 16;
+#endif
+/// Reductions fold a tile's columns with up to this many bytes of accumulators in registers.
+inline constexpr index_t fold_register_bytes = 8 * vector_register_bytes;
 /// Blocks of rows: input slots up to this many bytes apart are prefetched a few blocks ahead.
 inline constexpr index_t prefetch_slot_max_bytes = 4096;
 

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "tbatch/base/config.hpp"
+#include "tbatch/base/tuning.hpp"
 #include "tbatch/math/elementwise_ops.hpp"
 #include "tbatch/view/raw_view.hpp"
 #include "tbatch/view/strided_view.hpp"
@@ -165,32 +166,43 @@ void fold_columns(const Emit& emit, const A* prior, const T* in, index_t row, in
     emit(c, lane[c]);
 }
 
-/// One tile of `rows` rows of `width` values folded `chunk` columns at a time in registers, from
-/// prior[0, width) (the identity when null), each result given to emit(column, value).
+/// Columns [from, width) of one tile of `rows` rows folded `chunk` columns at a time in
+/// registers, from prior[from, width) (the identity when null), each result given to
+/// emit(column, value). Columns left after the whole chunks go to the next narrower chunk, down
+/// to two SIMD registers' worth, whose last chunk is partial.
 template <Reduction R, class T, class A, index_t chunk, class Emit>
 void fold_tile(const Emit& emit, const A* prior, const T* in, index_t row, index_t rows,
-               index_t width) {
-  const index_t whole = width - width % chunk;
-  for (index_t c = 0; c < whole; c += chunk)
+               index_t width, index_t from = 0) {
+  constexpr index_t simd = 64 / index_t(sizeof(A));
+  const index_t whole = width - (width - from) % chunk;
+  for (index_t c = from; c < whole; c += chunk)
     fold_columns<R, T, A, chunk, true>([&](index_t j, A v) { emit(c + j, v); },
                                        prior == nullptr ? nullptr : prior + c, in + c, row, rows,
                                        chunk);
-  if (whole < width)
+  if (whole == width) return;
+  if constexpr (chunk > 2 * simd)
+    fold_tile<R, T, A, chunk / 2>(emit, prior, in, row, rows, width, whole);
+  else
     fold_columns<R, T, A, chunk, false>([&](index_t j, A v) { emit(whole + j, v); },
                                         prior == nullptr ? nullptr : prior + whole, in + whole, row,
                                         rows, width - whole);
 }
 
-/// fold_tile in the chunk that suits rows of `width` A: two SIMD registers, or one for rows
-/// narrower than that (16 floats: amax 7.6 -> 2 ms on 1e5 elements of 1-8 rows).
+/// fold_tile in the widest chunk that suits rows of `width` A: up to fold_register_bytes of
+/// accumulators (8 registers: each row is loaded once per tile instead of once per two-register
+/// chunk), or one register's worth for rows narrower than two (16 floats: amax 7.6 -> 2 ms on
+/// 1e5 elements of 1-8 rows).
 template <Reduction R, class T, class A, class Emit>
 void fold_tile_in_registers(const Emit& emit, const A* prior, const T* in, index_t row,
                             index_t rows, index_t width) {
   constexpr index_t simd = 64 / index_t(sizeof(A));
-  if (width >= 2 * simd)
-    fold_tile<R, T, A, 2 * simd>(emit, prior, in, row, rows, width);
-  else
-    fold_tile<R, T, A, simd>(emit, prior, in, row, rows, width);
+  constexpr index_t widest = fold_register_bytes / index_t(sizeof(A));
+  if constexpr (widest >= 8 * simd)
+    if (width >= 8 * simd) return fold_tile<R, T, A, 8 * simd>(emit, prior, in, row, rows, width);
+  if constexpr (widest >= 4 * simd)
+    if (width >= 4 * simd) return fold_tile<R, T, A, 4 * simd>(emit, prior, in, row, rows, width);
+  if (width >= 2 * simd) return fold_tile<R, T, A, 2 * simd>(emit, prior, in, row, rows, width);
+  fold_tile<R, T, A, simd>(emit, prior, in, row, rows, width);
 }
 
 /// `rows` rows of `width` values (`row` apart) folded into out[0, width): from the identity when
