@@ -355,8 +355,21 @@ template <Reduction R, class T, index_t dense>
     if (rows <= tile) {
       if constexpr (dense == 0)
         fold_tile_in_registers<R, T, A>(emit, nullptr, in, row, rows, width);
-      else
-        fold_columns<R, T, A, dense, true>(emit, nullptr, in, dense, rows, dense);
+      else {
+        // All columns' results converted (and divided) at once: per column, as emit does, each
+        // result left its register alone (padded sum(p, 0) of 1-8 x 16 floats 15% slower).
+        A folded[std::size_t(dense)];
+        fold_columns<R, T, A, dense, true>([&](index_t c, A v) { folded[c] = v; }, nullptr, in,
+                                           dense, rows, dense);
+        if constexpr (FloatingElement<Out> && !std::is_same_v<A, bool>)
+          if (mean) {
+            for (index_t c = 0; c < dense; ++c)
+              to[c] = static_cast<Out>(folded[c] / static_cast<A>(rows));
+            return;
+          }
+        for (index_t c = 0; c < dense; ++c)
+          to[c] = static_cast<Out>(folded[c]);
+      }
       return;
     }
     if (!taller) taller = std::make_unique<A[]>(static_cast<std::size_t>(width));
