@@ -1,0 +1,254 @@
+// What the layout of a padded batch allows (issue 33): tbatch's sum along the ragged dim and its
+// padded elementwise ops next to plain loops over the same buffers that do only what such an op
+// must (read each slot's valid rows; write the padded result), and memcpy of the valid values.
+// Workloads: 1e5 elements of U[1, 8] x 16 floats and 1,024 of U[1, 512] x 64
+// (tbatch_bench::point_sets), padded with 0.
+//
+// Every call starts from a cold cache: 256 MiB are written before each one, outside the timing.
+// The inputs (29 to 134 MB) are about the size of a last-level cache, and back-to-back calls
+// find part of them there: on a VM with a 32 MiB L3, back-to-back padded sums ran 25-35% faster
+// than the same calls in the comparison's interleaved rounds.
+//
+// Before timing, each plain loop's result is compared with tbatch's; a mismatch fails the
+// benchmark. bytes/s counts what the op reads and writes: a sum reads the valid values and the
+// lengths and writes (B, D) floats; an elementwise op reads the valid values of each input and
+// writes the whole padded result.
+
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <tbatch/tbatch.hpp>
+
+#include "workloads.hpp"
+
+namespace {
+
+using tbatch::index_t;
+using tbatch::PaddedBatch;
+using tbatch::Tensor;
+
+struct Workload {
+  PaddedBatch<float> p, q;  // q: the same lengths, other values
+  Tensor<float> dense;      // (B, D): one row per element, as centroids
+  std::vector<index_t> lengths;
+  index_t batch = 0, slot_rows = 0, width = 0, valid_values = 0;
+
+  explicit Workload(bool small)
+      : p(tbatch::list_to_padded(small ? tbatch_bench::point_sets(100'000, 8, 16, 52)
+                                       : tbatch_bench::point_sets(1024, 512, 64, 51),
+                                 0.0f)),
+        q(p.with_data(p.data() * 0.5f)) {
+    batch = p.data().size(0);
+    slot_rows = p.data().size(1);
+    width = p.data().size(2);
+    dense = tbatch_bench::random_tensor(tbatch::Shape{batch, width}, 53);
+    for (index_t i = 0; i < batch; ++i) {
+      lengths.push_back(p.shape_per_tensor().data()[i]);
+      valid_values += lengths.back() * width;
+    }
+  }
+  index_t valid_bytes() const { return valid_values * index_t(sizeof(float)); }
+  index_t padded_bytes() const { return p.data().numel() * index_t(sizeof(float)); }
+};
+
+/// range(0): 1 for the small elements, 0 for the sequences.
+const Workload& workload(const benchmark::State& state) {
+  static std::map<bool, std::unique_ptr<Workload>> made;
+  const bool small = state.range(0) == 1;
+  auto& w = made[small];
+  if (!w) w = std::make_unique<Workload>(small);
+  return *w;
+}
+
+/// Writes 256 MiB, so the next call finds none of its inputs in cache.
+void evict_caches() {
+  static std::vector<char> buffer(std::size_t(256) << 20);
+  static char value = 0;
+  std::memset(buffer.data(), ++value, buffer.size());
+  benchmark::DoNotOptimize(buffer.data());
+}
+
+/// Times fn() from a cold cache each iteration, after one call that is not timed (its output's
+/// first allocation faults pages in: 134 MB took 0.3 s).
+template <class Fn>
+void cold_loop(benchmark::State& state, Fn&& fn) {
+  fn();
+  for (auto _ : state) {
+    state.PauseTiming();
+    evict_caches();
+    state.ResumeTiming();
+    fn();
+  }
+}
+
+bool close(const float* got, const float* want, index_t n) {
+  for (index_t i = 0; i < n; ++i)
+    if (!(std::abs(got[i] - want[i]) <= 1e-5f * (1 + std::abs(want[i])))) return false;
+  return true;
+}
+
+/// Each slot's valid rows summed into doubles, D a constant (the best case for the compiler);
+/// with `ahead`, the valid rows of the slot `ahead` slots on are prefetched first.
+template <index_t D>
+void sum_slots(const Workload& w, float* out, index_t ahead) {
+  const float* x = w.p.data().data();
+  const index_t slot = w.slot_rows * D;
+  for (index_t i = 0; i < w.batch; ++i) {
+    if (ahead > 0 && i + ahead < w.batch) {
+      const char* next = reinterpret_cast<const char*>(x + (i + ahead) * slot);
+      for (index_t b = 0; b < w.lengths[std::size_t(i + ahead)] * D * 4; b += 64)
+        __builtin_prefetch(next + b);
+    }
+    double total[D] = {};
+    const float* rows = x + i * slot;
+    for (index_t r = 0; r < w.lengths[std::size_t(i)]; ++r)
+      for (index_t c = 0; c < D; ++c)
+        total[c] += rows[r * D + c];
+    for (index_t c = 0; c < D; ++c)
+      out[i * D + c] = static_cast<float>(total[c]);
+  }
+}
+
+void sum_slots_of(const Workload& w, float* out, index_t ahead) {
+  if (w.width == 16)
+    sum_slots<16>(w, out, ahead);
+  else
+    sum_slots<64>(w, out, ahead);
+}
+
+void BM_sum_tbatch(benchmark::State& state) {
+  const Workload& w = workload(state);
+  cold_loop(state, [&] { benchmark::DoNotOptimize(Tensor<float>(tbatch::sum(w.p, 0)).data()); });
+  state.SetBytesProcessed(state.iterations() *
+                          (w.valid_bytes() + w.batch * (8 + w.width * index_t(sizeof(float)))));
+}
+
+void sum_loop(benchmark::State& state, index_t ahead) {
+  const Workload& w = workload(state);
+  Tensor<float> out = Tensor<float>::zeros({w.batch, w.width});
+  sum_slots_of(w, out.data(), ahead);
+  const Tensor<float> want = tbatch::sum(w.p, 0);
+  if (!close(out.data(), want.data(), want.numel()))
+    state.SkipWithError("the plain loop's sums differ from tbatch's");
+  cold_loop(state, [&] {
+    sum_slots_of(w, out.data(), ahead);
+    benchmark::DoNotOptimize(out.data());
+  });
+  state.SetBytesProcessed(state.iterations() *
+                          (w.valid_bytes() + w.batch * (8 + w.width * index_t(sizeof(float)))));
+}
+void BM_sum_plain_loop(benchmark::State& state) {
+  sum_loop(state, 0);
+}
+void BM_sum_plain_loop_prefetching(benchmark::State& state) {
+  sum_loop(state, 16);
+}
+
+/// The padded result of an op on one input or two: bytes read and written.
+index_t elementwise_bytes(const Workload& w, index_t inputs) {
+  return inputs * w.valid_bytes() + w.padded_bytes();
+}
+
+void BM_exp_tbatch(benchmark::State& state) {
+  const Workload& w = workload(state);
+  cold_loop(state, [&] { benchmark::DoNotOptimize(tbatch::exp(w.p).data().data()); });
+  state.SetBytesProcessed(state.iterations() * elementwise_bytes(w, 1));
+}
+
+void BM_sub_dense_tbatch(benchmark::State& state) {
+  const Workload& w = workload(state);
+  cold_loop(state, [&] { benchmark::DoNotOptimize((w.p - w.dense).data().data()); });
+  state.SetBytesProcessed(state.iterations() * elementwise_bytes(w, 1));
+}
+
+void BM_add_tbatch(benchmark::State& state) {
+  const Workload& w = workload(state);
+  cold_loop(state, [&] { benchmark::DoNotOptimize((w.p + w.q).data().data()); });
+  state.SetBytesProcessed(state.iterations() * elementwise_bytes(w, 2));
+}
+
+/// Times a plain loop that writes the padded result slot by slot, checked against `want` first:
+/// valid(out, begin, n) writes the slot's n valid values (from offset `begin` in the inputs) and
+/// the rest of the slot is zeroed.
+template <class Valid>
+void padded_plain_loop(benchmark::State& state, index_t inputs, const Tensor<float>& want,
+                       const Valid& valid) {
+  const Workload& w = workload(state);
+  Tensor<float> out = Tensor<float>::zeros(w.p.data().shape());
+  const index_t slot = w.slot_rows * w.width;
+  const auto run = [&] {
+    for (index_t i = 0; i < w.batch; ++i) {
+      const index_t begin = i * slot, n = w.lengths[std::size_t(i)] * w.width;
+      valid(out.data() + begin, begin, n);
+      std::memset(out.data() + begin + n, 0, std::size_t(slot - n) * sizeof(float));
+    }
+  };
+  run();
+  if (!close(out.data(), want.data(), out.numel()))
+    state.SkipWithError("the plain loop's result differs from tbatch's");
+  cold_loop(state, [&] {
+    run();
+    benchmark::DoNotOptimize(out.data());
+  });
+  state.SetBytesProcessed(state.iterations() * elementwise_bytes(w, inputs));
+}
+
+/// The least a padded elementwise op on one input moves: each slot's valid values copied
+/// (memcpy), the rest of the slot zeroed.
+void BM_copy_slots_plain_loop(benchmark::State& state) {
+  const Workload& w = workload(state);
+  padded_plain_loop(state, 1, w.p.data(), [&](float* out, index_t begin, index_t n) {
+    std::memcpy(out, w.p.data().data() + begin, std::size_t(n) * sizeof(float));
+  });
+}
+
+/// The least p + q moves: each slot's valid values of both added, the rest of the slot zeroed.
+void BM_add_slots_plain_loop(benchmark::State& state) {
+  const Workload& w = workload(state);
+  const float* a = w.p.data().data();
+  const float* b = w.q.data().data();
+  padded_plain_loop(state, 2, (w.p + w.q).data(), [&](float* out, index_t begin, index_t n) {
+    for (index_t k = 0; k < n; ++k)
+      out[k] = a[begin + k] + b[begin + k];
+  });
+}
+
+/// memcpy of the valid values' bytes, contiguous: the rate the targets are stated against.
+void BM_memcpy_valid(benchmark::State& state) {
+  const Workload& w = workload(state);
+  std::vector<char> from(std::size_t(w.valid_bytes()), 1), to(from.size());
+  cold_loop(state, [&] {
+    std::memcpy(to.data(), from.data(), from.size());
+    benchmark::DoNotOptimize(to.data());
+  });
+  state.SetBytesProcessed(state.iterations() * 2 * w.valid_bytes());
+}
+
+void workloads(benchmark::internal::Benchmark* b) {
+  b->ArgName("small")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+BENCHMARK(BM_memcpy_valid)->Apply(workloads);
+BENCHMARK(BM_sum_tbatch)->Apply(workloads);
+BENCHMARK(BM_sum_plain_loop)->Apply(workloads);
+// Prefetching 16 slots ahead pays on the small slots only (the sequences' slots are 128 KiB).
+BENCHMARK(BM_sum_plain_loop_prefetching)
+    ->ArgName("small")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_exp_tbatch)->Apply(workloads);
+BENCHMARK(BM_sub_dense_tbatch)->Apply(workloads);
+BENCHMARK(BM_copy_slots_plain_loop)->Apply(workloads);
+BENCHMARK(BM_add_tbatch)->Apply(workloads);
+BENCHMARK(BM_add_slots_plain_loop)->Apply(workloads);
+
+}  // namespace
+
+BENCHMARK_MAIN();
