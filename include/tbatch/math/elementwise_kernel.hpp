@@ -126,8 +126,7 @@ void unary_blocks(const RowBlocks<2>& blocks, T* out, const T* x, const UnaryPar
       [&](const std::array<index_t, 2>& at, index_t rows) {
         const index_t runs = joined ? 1 : rows,
                       length = joined ? rows * blocks.width : blocks.width;
-        if (blocks.pad_to != 0)
-          std::fill(out + at[0] + rows * blocks.width, out + at[0] + blocks.pad_to, T{});
+        blocks.fill_padding(out + at[0], rows);
         for (index_t r = 0; r < runs && length > 0; ++r) {
           T* o = out + at[0] + r * blocks.row[0];
           const T* in = x + at[1] + r * blocks.row[1];

@@ -138,8 +138,7 @@ void map_blocks(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out* o
                       std::tuple<const In*...>((inputs + at[I + 1] + r * blocks.row[I + 1])...));
           }
         (std::make_index_sequence<N - 1>{});
-        if (blocks.pad_to != 0)
-          std::fill(out + at[0] + rows * blocks.width, out + at[0] + blocks.pad_to, Out{});
+        blocks.fill_padding(out + at[0], rows);
       },
       prefetch);
 }

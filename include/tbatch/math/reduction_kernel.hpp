@@ -347,38 +347,37 @@ template <Reduction R, class T, index_t dense>
   const auto fold = [&](const std::array<index_t, 2>& at, index_t rows) {
     Out* to = out + at[0];
     const T* in = x + at[1];
-    const auto emit = [&](index_t c, A value) {
+    // results[0, n) of the element into columns [c, c + n): divided by the row count for mean,
+    // converted in one loop, which vectorises where n is more than one.
+    const auto store = [&](index_t c, const A* results, index_t n) {
       if constexpr (FloatingElement<Out> && !std::is_same_v<A, bool>)
-        if (mean) value = value / static_cast<A>(rows);
-      to[c] = static_cast<Out>(value);
+        if (mean) {
+          for (index_t j = 0; j < n; ++j)
+            to[c + j] = static_cast<Out>(results[j] / static_cast<A>(rows));
+          return;
+        }
+      for (index_t j = 0; j < n; ++j)
+        to[c + j] = static_cast<Out>(results[j]);
     };
     if (rows <= tile) {
-      if constexpr (dense == 0)
-        fold_tile_in_registers<R, T, A>(emit, nullptr, in, row, rows, width);
-      else {
-        // Converted (and divided) in vector loops over all columns: emitted a column at a time,
-        // each result left its register on its own (padded sum(p, 0), 1-8 x 16 floats: 1.15x).
+      if constexpr (dense == 0) {
+        fold_tile_in_registers<R, T, A>([&](index_t c, A v) { store(c, &v, 1); }, nullptr, in, row,
+                                        rows, width);
+      } else {
+        // Stored all at once: a column at a time, each result left its register on its own.
         A folded[std::size_t(dense)];
         fold_columns<R, T, A, dense, true>([&](index_t c, A v) { folded[c] = v; }, nullptr, in,
                                            dense, rows, dense);
-        if constexpr (FloatingElement<Out> && !std::is_same_v<A, bool>)
-          if (mean) {
-            for (index_t c = 0; c < dense; ++c)
-              to[c] = static_cast<Out>(folded[c] / static_cast<A>(rows));
-            return;
-          }
-        for (index_t c = 0; c < dense; ++c)
-          to[c] = static_cast<Out>(folded[c]);
+        store(0, folded, dense);
       }
       return;
     }
     if (!taller) taller = std::make_unique<A[]>(static_cast<std::size_t>(width));
     fold_tall_element<R, T, A, tile>(taller.get(), in, row, rows, width);
-    for (index_t c = 0; c < width; ++c)
-      emit(c, taller[static_cast<std::size_t>(c)]);
+    store(0, taller.get(), width);
   };
   // The fold of constant shape runs far enough ahead of its loads that prefetching the padded
-  // slots only slowed it (padded sum 1.9-2.1 ms without, 2.7-2.9 ms with).
+  // slots only slowed it (docs/benchmarks.md).
   if constexpr (dense == 0)
     walk_blocks_prefetching(blocks, fold, prefetch_inputs(blocks, x));
   else

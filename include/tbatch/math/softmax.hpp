@@ -5,7 +5,6 @@
 // Along other dims the maximum and the sum are reductions (math/reductions.hpp) whose runs
 // cross the rows, so that every pass streams through memory.
 
-#include <algorithm>
 #include <array>
 #include <cmath>
 #include <type_traits>
@@ -80,7 +79,7 @@ void softmax_blocks(bool log, const C* x, C* out, const RowBlocks<2>& blocks) {
     C* slot = out + at[0];
     softmax_block(log, x + at[1], blocks.row[1], slot, blocks.row[0], rows, blocks.width, maximum,
                   sum);
-    if (blocks.pad_to != 0) std::fill(slot + rows * blocks.width, slot + blocks.pad_to, C{});
+    blocks.fill_padding(slot, rows);
   });
 }
 

@@ -225,6 +225,12 @@ struct RowBlocks {
   std::array<index_t, N> row{}, col{};
   index_t pad_to = 0;
 
+  /// With pad_to, writes the padding of the slot at `slot` (operand 0's block of `filled` rows)
+  /// as 0; without, nothing.
+  template <class T>
+  void fill_padding(T* slot, index_t filled) const {
+    if (pad_to != 0) std::fill(slot + filled * width, slot + pad_to, T{});
+  }
   /// True when each block is one run in every operand: its rows follow each other (row ==
   /// width), or the operand is one broadcast value (row and col 0).
   bool blocks_are_runs() const {
