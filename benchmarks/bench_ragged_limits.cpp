@@ -1,8 +1,9 @@
-// What the layout of a padded batch allows (issue 33): tbatch's sum along the ragged dim and its
-// padded elementwise ops next to plain loops over the same buffers that do only what such an op
-// must (read each slot's valid rows; write the padded result), and memcpy of the valid values.
-// Workloads: 1e5 elements of U[1, 8] x 16 floats and 1,024 of U[1, 512] x 64
-// (tbatch_bench::point_sets), padded with 0.
+// What the layouts of a batch allow (issue 33): tbatch's sum along the ragged dim and its padded
+// elementwise ops next to plain loops over the same buffers that do only what such an op must
+// (read each slot's valid rows; write the padded result), packed `p - dense` next to a plain
+// loop over the packed rows, and memcpy of the valid values. Workloads (tbatch_bench::point_sets,
+// padded with 0): 1e5 elements of U[1, 8] x 16 floats, 1,024 of U[1, 512] x 64 and, for
+// `p - dense`, 2,000 point clouds of U[1, 2048] x 3.
 //
 // Every call starts from a cold cache: 256 MiB are written before each one, outside the timing.
 // The inputs (29 to 134 MB) are about the size of a last-level cache, and back-to-back calls
@@ -15,8 +16,10 @@
 // writes the whole padded result.
 
 #include <benchmark/benchmark.h>
+#include <Eigen/Core>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -30,20 +33,29 @@
 namespace {
 
 using tbatch::index_t;
+using tbatch::PackedBatch;
 using tbatch::PaddedBatch;
 using tbatch::Tensor;
 
+/// The lists of the workloads: range(0) 1 for the small elements, 0 for the sequences, 2 for the
+/// point clouds.
+std::vector<Tensor<float>> workload_list(int64_t which) {
+  if (which == 1) return tbatch_bench::point_sets(100'000, 8, 16, 52);
+  if (which == 2) return tbatch_bench::point_sets(2000, 2048, 3, 53);
+  return tbatch_bench::point_sets(1024, 512, 64, 51);
+}
+
 struct Workload {
   PaddedBatch<float> p, q;  // q: the same lengths, other values
-  Tensor<float> dense;      // (B, D): one row per element, as centroids
+  PackedBatch<float> packed;
+  Tensor<float> dense;  // (B, D): one row per element, as centroids
   std::vector<index_t> lengths;
   index_t batch = 0, slot_rows = 0, width = 0, valid_values = 0;
 
-  explicit Workload(bool small)
-      : p(tbatch::list_to_padded(small ? tbatch_bench::point_sets(100'000, 8, 16, 52)
-                                       : tbatch_bench::point_sets(1024, 512, 64, 51),
-                                 0.0f)),
-        q(p.with_data(p.data() * 0.5f)) {
+  explicit Workload(const std::vector<Tensor<float>>& list)
+      : p(tbatch::list_to_padded(list, 0.0f)),
+        q(p.with_data(p.data() * 0.5f)),
+        packed(tbatch::list_to_packed(list)) {
     batch = p.data().size(0);
     slot_rows = p.data().size(1);
     width = p.data().size(2);
@@ -57,12 +69,11 @@ struct Workload {
   index_t padded_bytes() const { return p.data().numel() * index_t(sizeof(float)); }
 };
 
-/// range(0): 1 for the small elements, 0 for the sequences.
+/// range(0): 1 for the small elements, 0 for the sequences, 2 for the point clouds.
 const Workload& workload(const benchmark::State& state) {
-  static std::map<bool, std::unique_ptr<Workload>> made;
-  const bool small = state.range(0) == 1;
-  auto& w = made[small];
-  if (!w) w = std::make_unique<Workload>(small);
+  static std::map<int64_t, std::unique_ptr<Workload>> made;
+  auto& w = made[state.range(0)];
+  if (!w) w = std::make_unique<Workload>(workload_list(state.range(0)));
   return *w;
 }
 
@@ -208,6 +219,16 @@ void BM_copy_slots_plain_loop(benchmark::State& state) {
   });
 }
 
+/// exp(p) as a plain loop: each slot's valid values through Eigen's vectorised exp (the one
+/// tbatch's float exp uses), the rest of the slot zeroed.
+void BM_exp_slots_plain_loop(benchmark::State& state) {
+  const Workload& w = workload(state);
+  const float* x = w.p.data().data();
+  padded_plain_loop(state, 1, tbatch::exp(w.p).data(), [&](float* out, index_t begin, index_t n) {
+    Eigen::Map<Eigen::ArrayXf>(out, n) = Eigen::Map<const Eigen::ArrayXf>(x + begin, n).exp();
+  });
+}
+
 /// The least p + q moves: each slot's valid values of both added, the rest of the slot zeroed.
 void BM_add_slots_plain_loop(benchmark::State& state) {
   const Workload& w = workload(state);
@@ -217,6 +238,50 @@ void BM_add_slots_plain_loop(benchmark::State& state) {
     for (index_t k = 0; k < n; ++k)
       out[k] = a[begin + k] + b[begin + k];
   });
+}
+
+/// packed p - dense: each packed row minus its element's row of dense, D a constant.
+template <index_t D>
+void sub_rows_packed(const Workload& w, float* out) {
+  const float* x = w.packed.data().data();
+  const float* d = w.dense.data();
+  const index_t* first = w.packed.first_idx().data();
+  for (index_t i = 0; i < w.batch; ++i)
+    for (index_t r = first[i]; r < first[i + 1]; ++r)
+      for (index_t c = 0; c < D; ++c)
+        out[r * D + c] = x[r * D + c] - d[i * D + c];
+}
+
+/// The bytes packed p - dense reads and writes.
+index_t packed_sub_bytes(const Workload& w) {
+  return 2 * w.valid_bytes() + w.batch * w.width * index_t(sizeof(float));
+}
+
+void BM_sub_dense_packed_tbatch(benchmark::State& state) {
+  const Workload& w = workload(state);
+  cold_loop(state, [&] { benchmark::DoNotOptimize((w.packed - w.dense).data().data()); });
+  state.SetBytesProcessed(state.iterations() * packed_sub_bytes(w));
+}
+
+void BM_sub_dense_packed_plain_loop(benchmark::State& state) {
+  const Workload& w = workload(state);
+  Tensor<float> out = Tensor<float>::zeros(w.packed.data().shape());
+  const auto run = [&] {
+    if (w.width == 3)
+      sub_rows_packed<3>(w, out.data());
+    else if (w.width == 16)
+      sub_rows_packed<16>(w, out.data());
+    else
+      sub_rows_packed<64>(w, out.data());
+  };
+  run();
+  if (!close(out.data(), (w.packed - w.dense).data().data(), out.numel()))
+    state.SkipWithError("the plain loop's result differs from tbatch's");
+  cold_loop(state, [&] {
+    run();
+    benchmark::DoNotOptimize(out.data());
+  });
+  state.SetBytesProcessed(state.iterations() * packed_sub_bytes(w));
 }
 
 /// memcpy of the valid values' bytes, contiguous: the rate the targets are stated against.
@@ -233,6 +298,11 @@ void BM_memcpy_valid(benchmark::State& state) {
 void workloads(benchmark::internal::Benchmark* b) {
   b->ArgName("small")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 }
+/// The two workloads and the point clouds (small/2).
+void packed_workloads(benchmark::internal::Benchmark* b) {
+  workloads(b);
+  b->Arg(2);
+}
 
 BENCHMARK(BM_memcpy_valid)->Apply(workloads);
 BENCHMARK(BM_sum_tbatch)->Apply(workloads);
@@ -245,9 +315,13 @@ BENCHMARK(BM_sum_plain_loop_prefetching)
     ->UseRealTime();
 BENCHMARK(BM_exp_tbatch)->Apply(workloads);
 BENCHMARK(BM_sub_dense_tbatch)->Apply(workloads);
+BENCHMARK(BM_exp_slots_plain_loop)->Apply(workloads);
 BENCHMARK(BM_copy_slots_plain_loop)->Apply(workloads);
 BENCHMARK(BM_add_tbatch)->Apply(workloads);
 BENCHMARK(BM_add_slots_plain_loop)->Apply(workloads);
+BENCHMARK(BM_memcpy_valid)->ArgName("small")->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_sub_dense_packed_tbatch)->Apply(packed_workloads);
+BENCHMARK(BM_sub_dense_packed_plain_loop)->Apply(packed_workloads);
 
 }  // namespace
 

@@ -500,3 +500,76 @@ TEST_CASE("triton_batch_inputs counts each element's values", "[ragged][varlen]"
       equal(t.accumulated_element_count_with_zero, Tensor<std::int32_t>(Shape{4}, {0, 6, 6, 16})));
   CHECK(t.max_element_count == 10);
 }
+
+TEMPLATE_TEST_CASE("a batch with a dense operand per element matches a plain loop",
+                   "[ragged][elementwise]", float, double, std::int32_t) {
+  using T = TestType;
+  std::mt19937 rng(67);
+  // Rows of one line (16 floats or int32, 8 doubles) take a loop of constant length, short rows
+  // paired with a (B, D) operand are computed in runs of a tile of repeated rows (300 rows of 3
+  // values fill several tiles), 100 floats a run per row; 0 and 1 rows at the edges.
+  for (index_t width : {1, 3, 5, 8, 16, 64, 100}) {
+    INFO("width " << width);
+    std::vector<Tensor<T>> list;
+    for (index_t length : {7, 0, 300, 1, 2})
+      list.push_back(
+          strided_tensor<T>(Shape{length, width}, rng, [&] { return random_value<T>(rng); }));
+    const index_t batch = static_cast<index_t>(list.size());
+    const Tensor<T> rows = strided_tensor<T>(Shape{batch, width}, rng, [&] {
+                             return random_value<T>(rng);
+                           }).contiguous();
+    const Tensor<T> slots = strided_tensor<T>(Shape{batch, 300, width}, rng, [&] {
+                              return random_value<T>(rng);
+                            }).contiguous();
+    const Tensor<T> scales =
+        strided_tensor<T>(Shape{batch, 1}, rng, [&] { return random_value<T>(rng); }).contiguous();
+    // Element i of `x op d` where d's values for row r, column c are at d_of(i, r, c).
+    const auto plain = [&]<class R>(index_t i, const auto& op, const auto& d_of) {
+      const Tensor<T> values = list[std::size_t(i)].contiguous();
+      std::vector<R> out;
+      for (index_t r = 0; r < values.size(0); ++r)
+        for (index_t c = 0; c < width; ++c)
+          out.push_back(op(values.data()[r * width + c], d_of(i, r, c)));
+      return Tensor<R>(values.shape(), out);
+    };
+    const auto row_of = [&](index_t i, index_t, index_t c) { return rows.data()[i * width + c]; };
+    const auto slot_of = [&](index_t i, index_t r, index_t c) {
+      return slots.data()[(i * 300 + r) * width + c];
+    };
+    const auto scale_of = [&](index_t i, index_t, index_t) { return scales.data()[i]; };
+    const auto check = [&](const auto& x) {
+      check_elements(x - rows, [&](index_t i) {
+        return plain.template operator()<T>(
+            i, [](T a, T d) { return T(a - d); }, row_of);
+      });
+      check_elements(rows - x, [&](index_t i) {
+        return plain.template operator()<T>(
+            i, [](T a, T d) { return T(d - a); }, row_of);
+      });
+      check_elements(x * rows, [&](index_t i) {
+        return plain.template operator()<T>(
+            i, [](T a, T d) { return T(a * d); }, row_of);
+      });
+      check_elements(x > rows, [&](index_t i) {
+        return plain.template operator()<bool>(
+            i, [](T a, T d) { return a > d; }, row_of);
+      });
+      check_elements(x + slots, [&](index_t i) {
+        return plain.template operator()<T>(
+            i, [](T a, T d) { return T(a + d); }, slot_of);
+      });
+      check_elements(x * scales, [&](index_t i) {
+        return plain.template operator()<T>(
+            i, [](T a, T d) { return T(a * d); }, scale_of);
+      });
+    };
+    {
+      INFO("packed");
+      check(list_to_packed(list));
+    }
+    {
+      INFO("padded");
+      check(list_to_padded(list, poison<T>()));
+    }
+  }
+}

@@ -120,13 +120,10 @@ void binary_blocks(const RowBlocks<3>& blocks, BinaryResult<Op, T>* out, const T
 template <UnaryOp Op, class T>
 void unary_blocks(const RowBlocks<2>& blocks, T* out, const T* x, const UnaryParams<T>& params) {
   const bool joined = blocks.blocks_are_runs();
-  const InputPrefetch<2> prefetch = prefetch_inputs(blocks, x);
-  walk_blocks_prefetching(
-      blocks,
+  write_blocks(
       [&](const std::array<index_t, 2>& at, index_t rows) {
         const index_t runs = joined ? 1 : rows,
                       length = joined ? rows * blocks.width : blocks.width;
-        blocks.fill_padding(out + at[0], rows);
         for (index_t r = 0; r < runs && length > 0; ++r) {
           T* o = out + at[0] + r * blocks.row[0];
           const T* in = x + at[1] + r * blocks.row[1];
@@ -138,7 +135,7 @@ void unary_blocks(const RowBlocks<2>& blocks, T* out, const T* x, const UnaryPar
                 [&params](T v) { return apply_unary<Op, T>(v, params); }, std::tuple<const T*>(in));
         }
       },
-      prefetch);
+      blocks, out, x);
 }
 
 #endif  // TBATCH_DEFINITIONS

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstring>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -117,18 +118,27 @@ void map_views_with(const char* function, bool streamed, const Fn& fn, const Den
       out, inputs...);
   if (stores == Stores::streaming) streaming_fence();
 }
-/// out = fn(inputs...) over blocks of rows (walk_blocks; operand 0 the output): each row is a
-/// dense run of the output whose inputs are dense or broadcast (col 1 or 0), written through the
-/// cache. For batches of many small elements, which one map_views call per element would spend
-/// in planning.
-template <class Out, class Fn, class... In>
-void map_blocks(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out* out,
-                const In*... inputs) {
-  constexpr std::size_t N = 1 + sizeof...(In);
-  const bool joined = blocks.blocks_are_runs();  // a padded slot's rows, say
-  const InputPrefetch<N> prefetch = prefetch_inputs(blocks, inputs...);
+/// Visits the blocks (walk_blocks, with their inputs prefetched where that pays) whose operand 0
+/// is `out`: rows(at, rows) writes the block's rows, then a padded slot's padding is written.
+template <class Rows, class Out, class... In>
+void write_blocks(const Rows& rows_of, const RowBlocks<1 + sizeof...(In)>& blocks, Out* out,
+                  const In*... inputs) {
   walk_blocks_prefetching(
       blocks,
+      [&](const std::array<index_t, 1 + sizeof...(In)>& at, index_t rows) {
+        rows_of(at, rows);
+        blocks.fill_padding(out + at[0], rows);
+      },
+      prefetch_inputs(blocks, inputs...));
+}
+
+/// map_blocks with a run per row, or per block where its rows follow each other in every operand.
+template <class Out, class Fn, class... In>
+void map_row_runs(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out* out,
+                  const In*... inputs) {
+  constexpr std::size_t N = 1 + sizeof...(In);
+  const bool joined = blocks.blocks_are_runs();  // a padded slot's rows, say
+  write_blocks(
       [&](const std::array<index_t, N>& at, index_t rows) {
         const index_t runs = joined ? 1 : rows,
                       length = joined ? rows * blocks.width : blocks.width;
@@ -138,9 +148,92 @@ void map_blocks(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out* o
                       std::tuple<const In*...>((inputs + at[I + 1] + r * blocks.row[I + 1])...));
           }
         (std::make_index_sequence<N - 1>{});
-        blocks.fill_padding(out + at[0], rows);
       },
-      prefetch);
+      blocks, out, inputs...);
+}
+
+/// map_blocks for rows of one line whose inputs are dense along them (col 1): a row's values are
+/// computed with its length a constant into a local array (registers, which no input can alias)
+/// and stored at once.
+template <class Out, class Fn, class... In>
+void map_line_rows(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out* out,
+                   const In*... inputs) {
+  constexpr std::size_t N = 1 + sizeof...(In);
+  constexpr index_t width = chunk_width<Out>;
+  write_blocks(
+      [&](const std::array<index_t, N>& at, index_t rows) {
+        for (index_t r = 0; r < rows; ++r)
+          [&]<std::size_t... I>(std::index_sequence<I...>) {
+            const std::tuple<const In*...> row((inputs + at[I + 1] + r * blocks.row[I + 1])...);
+            Out values[std::size_t(width)];
+            for (index_t i = 0; i < width; ++i)
+              values[i] = fn(std::get<I>(row)[i]...);
+            std::memcpy(out + at[0] + r * blocks.row[0], values, sizeof values);
+          }
+        (std::make_index_sequence<N - 1>{});
+      },
+      blocks, out, inputs...);
+}
+
+/// map_blocks for blocks whose output's rows follow each other, and each input's too (row ==
+/// width, col 1) or it is one row or one value per block (row 0: a (B, D) or (B, 1) operand):
+/// those are repeated into a tile of row_tile_bytes once per block, so that the block is
+/// computed in runs of the tile's rows.
+template <class Out, class Fn, class... In>
+void map_tiled_rows(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out* out,
+                    const In*... inputs) {
+  constexpr std::size_t N = 1 + sizeof...(In);
+  constexpr index_t widest = index_t(std::max({sizeof(Out), sizeof(In)...}));
+  const index_t width = blocks.width;
+  std::tuple<std::array<In, std::size_t(row_tile_bytes) / sizeof(In)>...> tiles;
+  write_blocks(
+      [&](const std::array<index_t, N>& at, index_t rows) {
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+          const index_t tile_rows = std::min(rows, row_tile_bytes / (width * widest));
+          const auto repeat = [&](std::size_t j, auto& tile, const auto* first) {
+            if (blocks.row[j] != 0) return;
+            for (index_t k = 0; k < tile_rows; ++k)
+              for (index_t c = 0; c < width; ++c)
+                tile[std::size_t(k * width + c)] = first[blocks.col[j] * c];
+          };
+          (repeat(I + 1, std::get<I>(tiles), inputs + at[I + 1]), ...);
+          for (index_t r = 0; r < rows; r += tile_rows) {
+            const index_t length = std::min(tile_rows, rows - r) * width;
+            const std::tuple<const In*...> run((blocks.row[I + 1] == 0
+                                                    ? std::get<I>(tiles).data()
+                                                    : inputs + at[I + 1] + r * width)...);
+            Out* o = out + at[0] + r * width;
+            for (index_t i = 0; i < length; ++i)
+              o[i] = fn(std::get<I>(run)[i]...);
+          }
+        }
+        (std::make_index_sequence<N - 1>{});
+      },
+      blocks, out, inputs...);
+}
+
+/// out = fn(inputs...) over blocks of rows (walk_blocks; operand 0 the output, which overlaps no
+/// input): each row is a dense run of the output whose inputs are dense or broadcast (col 1 or
+/// 0), written through the cache. For batches of many small elements, which one map_views call
+/// per element would spend in planning. A run per row costs more in its setup than in its loop
+/// where rows are short, so rows of one line, and short rows paired with one row per block (an
+/// element minus its centroid), take the loops above (docs/benchmarks.md).
+template <class Out, class Fn, class... In>
+void map_blocks(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out* out,
+                const In*... inputs) {
+  if (blocks.blocks_are_runs()) return map_row_runs(fn, blocks, out, inputs...);
+  const index_t width = blocks.width;
+  bool dense = true, tiled = width > 0 && blocks.row[0] == width;
+  for (std::size_t j = 1; j < blocks.row.size(); ++j) {
+    dense = dense && blocks.col[j] == 1;
+    tiled = tiled && (blocks.row[j] == 0 || (blocks.col[j] == 1 && blocks.row[j] == width));
+  }
+  constexpr index_t widest = index_t(std::max({sizeof(Out), sizeof(In)...}));
+  if (dense && width == chunk_width<Out> && width * index_t(sizeof(Out)) == line_bytes)
+    return map_line_rows(fn, blocks, out, inputs...);
+  if (tiled && 2 * width * widest <= row_tile_bytes)
+    return map_tiled_rows(fn, blocks, out, inputs...);
+  map_row_runs(fn, blocks, out, inputs...);
 }
 
 template <class Out, class Fn, class... In>
