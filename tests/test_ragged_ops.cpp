@@ -308,7 +308,7 @@ TEMPLATE_TEST_CASE("reductions along the ragged dim of wide elements match a pla
     for (index_t length : {5, 0, 1, 40, 3, 70})
       list.push_back(
           strided_tensor<T>(Shape{length, width}, rng, [&] { return random_value<T>(rng); }));
-    std::vector<S> want_sum;
+    std::vector<S> want_sum, want_mean;
     std::vector<T> want_max;
     for (const Tensor<T>& e : list) {
       const Tensor<T> values = e.contiguous();
@@ -321,6 +321,7 @@ TEMPLATE_TEST_CASE("reductions along the ragged dim of wide elements match a pla
           highest = r == 0 ? v : std::max(highest, v);
         }
         want_sum.push_back(static_cast<S>(total));
+        want_mean.push_back(e.size(0) == 0 ? S(0) : static_cast<S>(total / Wide(e.size(0))));
         want_max.push_back(highest);
       }
     }
@@ -329,6 +330,11 @@ TEMPLATE_TEST_CASE("reductions along the ragged dim of wide elements match a pla
     const Tensor<T> highest(shape, want_max);
     CHECK(same_values(Tensor<S>(sum(list_to_packed(list), 0)), sums));
     CHECK(same_values(Tensor<S>(sum(list_to_padded(list, poison<T>()), 0)), sums));
+    if constexpr (FloatingElement<T>) {
+      const Tensor<T> means(shape, want_mean);
+      CHECK(same_values(Tensor<T>(mean(list_to_packed(list), 0)), means));
+      CHECK(same_values(Tensor<T>(mean(list_to_padded(list, poison<T>()), 0)), means));
+    }
     CHECK(same_values(Tensor<T>(amax(list_to_packed(list), 0, false, T(-100))), highest));
     CHECK(same_values(Tensor<T>(amax(list_to_padded(list, poison<T>()), 0, false, T(-100))),
                       highest));

@@ -332,12 +332,14 @@ template <Reduction R, class T, class A, index_t tile>
 }
 
 /// reduce_blocks for rows of blocks.width values blocks.row[1] apart or, when `dense` is not 0,
-/// of `dense` values that follow each other. Flattened: the walk, the fold of each short block
-/// and its emit become one loop with fewer instructions per element, so more elements' loads are
-/// in flight (docs/benchmarks.md).
-template <Reduction R, class T, index_t dense>
-[[gnu::flatten]] void reduce_blocks_of(const RowBlocks<2>& blocks, ReducedOf<R, T>* out, const T* x,
-                                       bool mean) {
+/// of `dense` values that follow each other; a mean when `Mean`. Flattened: the walk, the fold of
+/// each short block and its emit become one loop with fewer instructions per element, so more
+/// elements' loads are in flight (docs/benchmarks.md). Mean is a constant: with a divide that
+/// might or might not run, GCC took a fold's registers apart into scalars and put them back
+/// together for every element.
+template <Reduction R, class T, index_t dense, bool Mean>
+[[gnu::flatten]] void reduce_blocks_of(const RowBlocks<2>& blocks, ReducedOf<R, T>* out,
+                                       const T* x) {
   using A = AccumulatorOf<R, T>;
   using Out = ReducedOf<R, T>;
   constexpr index_t tile = 32;
@@ -350,25 +352,24 @@ template <Reduction R, class T, index_t dense>
     // results[0, n) of the element into columns [c, c + n): divided by the row count for mean,
     // converted in one loop, which vectorises where n is more than one.
     const auto store = [&](index_t c, const A* results, index_t n) {
-      if constexpr (FloatingElement<Out> && !std::is_same_v<A, bool>)
-        if (mean) {
-          for (index_t j = 0; j < n; ++j)
-            to[c + j] = static_cast<Out>(results[j] / static_cast<A>(rows));
-          return;
-        }
       for (index_t j = 0; j < n; ++j)
-        to[c + j] = static_cast<Out>(results[j]);
+        if constexpr (Mean)
+          to[c + j] = static_cast<Out>(results[j] / static_cast<A>(rows));
+        else
+          to[c + j] = static_cast<Out>(results[j]);
     };
     if (rows <= tile) {
       if constexpr (dense == 0) {
         fold_tile_in_registers<R, T, A>([&](index_t c, A v) { store(c, &v, 1); }, nullptr, in, row,
                                         rows, width);
       } else {
-        // Stored all at once: a column at a time, each result left its register on its own.
+        // Stored all at once: a column at a time, each result left its register on its own. A
+        // mean's count is blocks.width (== dense) read at run time: with the constant, GCC
+        // divided the values one by one (16 scalar divides per element of 16 floats).
         A folded[std::size_t(dense)];
         fold_columns<R, T, A, dense, true>([&](index_t c, A v) { folded[c] = v; }, nullptr, in,
                                            dense, rows, dense);
-        store(0, folded, dense);
+        store(0, folded, Mean ? blocks.width : dense);
       }
       return;
     }
@@ -387,14 +388,21 @@ template <Reduction R, class T, index_t dense>
 /// Dense rows of one or two SIMD registers of accumulators (16 floats summed in doubles, say)
 /// get a fold whose width and row stride are constants: with the row stride a variable, GCC's
 /// code for the same fold took 2.5x as long on 1e5 padded elements of 1-8 x 16 floats.
-template <Reduction R, class T>
-void reduce_blocks(const RowBlocks<2>& blocks, ReducedOf<R, T>* out, const T* x, bool mean) {
+template <Reduction R, class T, bool Mean>
+void reduce_shaped_blocks(const RowBlocks<2>& blocks, ReducedOf<R, T>* out, const T* x) {
   constexpr index_t simd = 64 / index_t(sizeof(AccumulatorOf<R, T>));
   if (blocks.row[1] == blocks.width) {
-    if (blocks.width == simd) return reduce_blocks_of<R, T, simd>(blocks, out, x, mean);
-    if (blocks.width == 2 * simd) return reduce_blocks_of<R, T, 2 * simd>(blocks, out, x, mean);
+    if (blocks.width == simd) return reduce_blocks_of<R, T, simd, Mean>(blocks, out, x);
+    if (blocks.width == 2 * simd) return reduce_blocks_of<R, T, 2 * simd, Mean>(blocks, out, x);
   }
-  reduce_blocks_of<R, T, 0>(blocks, out, x, mean);
+  reduce_blocks_of<R, T, 0, Mean>(blocks, out, x);
+}
+/// `mean` (a sum divided by each block's row count) applies to floating results only.
+template <Reduction R, class T>
+void reduce_blocks(const RowBlocks<2>& blocks, ReducedOf<R, T>* out, const T* x, bool mean) {
+  if constexpr (R == Reduction::sum && FloatingElement<ReducedOf<R, T>>)
+    if (mean) return reduce_shaped_blocks<R, T, true>(blocks, out, x);
+  reduce_shaped_blocks<R, T, false>(blocks, out, x);
 }
 
 #endif  // TBATCH_DEFINITIONS
