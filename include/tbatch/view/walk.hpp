@@ -227,7 +227,7 @@ struct RowBlocks {
 
   /// With pad_to, writes the padding of the slot at `slot` (operand 0's block of `filled` rows)
   /// as 0; without, nothing. Called after the rows, so that each slot is written in address
-  /// order (docs/benchmarks.md: filled first, padded exp took 1.06-1.11x the time).
+  /// order (faster for padded exp on small slots: docs/benchmarks.md).
   template <class T>
   void fill_padding(T* slot, index_t filled) const {
     if (pad_to != 0) std::fill(slot + filled * width, slot + pad_to, T{});
