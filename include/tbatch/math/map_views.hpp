@@ -132,6 +132,17 @@ void write_blocks(const Rows& rows_of, const RowBlocks<1 + sizeof...(In)>& block
       prefetch_inputs(blocks, inputs...));
 }
 
+/// The inputs' pointers at row r of the block whose operands start at `at` (operand j + 1's
+/// rows blocks.row[j + 1] apart).
+template <std::size_t N, class... In>
+std::tuple<const In*...> block_row(const RowBlocks<N>& blocks, const std::array<index_t, N>& at,
+                                   index_t r, const In*... inputs) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::tuple<const In*...>((inputs + at[I + 1] + r * blocks.row[I + 1])...);
+  }
+  (std::make_index_sequence<sizeof...(In)>{});
+}
+
 /// map_blocks with a run per row, or per block where its rows follow each other in every operand.
 template <class Out, class Fn, class... In>
 void map_row_runs(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out* out,
@@ -143,11 +154,8 @@ void map_row_runs(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out*
         const index_t runs = joined ? 1 : rows,
                       length = joined ? rows * blocks.width : blocks.width;
         for (index_t r = 0; r < runs && length > 0; ++r)
-          [&]<std::size_t... I>(std::index_sequence<I...>) {
-            dense_run(out + at[0] + r * blocks.row[0], length, Stores::cached, blocks.col, fn,
-                      std::tuple<const In*...>((inputs + at[I + 1] + r * blocks.row[I + 1])...));
-          }
-        (std::make_index_sequence<N - 1>{});
+          dense_run(out + at[0] + r * blocks.row[0], length, Stores::cached, blocks.col, fn,
+                    block_row(blocks, at, r, inputs...));
       },
       blocks, out, inputs...);
 }
@@ -162,15 +170,16 @@ void map_line_rows(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Out
   constexpr index_t width = chunk_width<Out>;
   write_blocks(
       [&](const std::array<index_t, N>& at, index_t rows) {
-        for (index_t r = 0; r < rows; ++r)
-          [&]<std::size_t... I>(std::index_sequence<I...>) {
-            const std::tuple<const In*...> row((inputs + at[I + 1] + r * blocks.row[I + 1])...);
-            Out values[std::size_t(width)];
-            for (index_t i = 0; i < width; ++i)
-              values[i] = fn(std::get<I>(row)[i]...);
-            std::memcpy(out + at[0] + r * blocks.row[0], values, sizeof values);
-          }
-        (std::make_index_sequence<N - 1>{});
+        for (index_t r = 0; r < rows; ++r) {
+          Out values[std::size_t(width)];
+          std::apply(
+              [&](const In*... row) {
+                for (index_t i = 0; i < width; ++i)
+                  values[i] = fn(row[i]...);
+              },
+              block_row(blocks, at, r, inputs...));
+          std::memcpy(out + at[0] + r * blocks.row[0], values, sizeof values);
+        }
       },
       blocks, out, inputs...);
 }
@@ -199,9 +208,9 @@ void map_tiled_rows(const Fn& fn, const RowBlocks<1 + sizeof...(In)>& blocks, Ou
           (repeat(I + 1, std::get<I>(tiles), inputs + at[I + 1]), ...);
           for (index_t r = 0; r < rows; r += tile_rows) {
             const index_t length = std::min(tile_rows, rows - r) * width;
-            const std::tuple<const In*...> run((blocks.row[I + 1] == 0
-                                                    ? std::get<I>(tiles).data()
-                                                    : inputs + at[I + 1] + r * width)...);
+            const std::tuple<const In*...> row = block_row(blocks, at, r, inputs...);
+            const std::tuple<const In*...> run(
+                (blocks.row[I + 1] == 0 ? std::get<I>(tiles).data() : std::get<I>(row))...);
             Out* o = out + at[0] + r * width;
             for (index_t i = 0; i < length; ++i)
               o[i] = fn(std::get<I>(run)[i]...);
