@@ -2,8 +2,9 @@
 // elementwise ops next to plain loops over the same buffers that do only what such an op must
 // (read each slot's valid rows; write the padded result), packed `p - dense` next to a plain
 // loop over the packed rows, and memcpy of the valid values. Workloads (tbatch_bench::point_sets,
-// padded with 0): 1e5 elements of U[1, 8] x 16 floats, 1,024 of U[1, 512] x 64 and, for
-// `p - dense`, 2,000 point clouds of U[1, 2048] x 3.
+// padded with 0): 1e5 elements of U[1, 8] x 16 floats, 1,024 of U[1, 512] x 64, for
+// `p - dense` 2,000 point clouds of U[1, 2048] x 3 and, for the sum, 1e5 skewed elements of 16
+// floats: one row each, but one in 20 of U[1, 64] rows (slots of 4 KiB).
 //
 // Every call starts from a cold cache: 256 MiB are written before each one, outside the timing.
 // The inputs (29 to 134 MB) are about the size of a last-level cache, and back-to-back calls
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -37,11 +39,23 @@ using tbatch::PackedBatch;
 using tbatch::PaddedBatch;
 using tbatch::Tensor;
 
+/// n elements of `width` floats: one row each, but every 20th of U[1, max_rows] rows.
+std::vector<Tensor<float>> skewed_sets(index_t n, index_t max_rows, index_t width, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<index_t> rows(1, max_rows);
+  std::vector<Tensor<float>> list;
+  for (index_t i = 0; i < n; ++i)
+    list.push_back(tbatch_bench::random_tensor(tbatch::Shape{i % 20 == 0 ? rows(rng) : 1, width},
+                                               seed + unsigned(i)));
+  return list;
+}
+
 /// The lists of the workloads: range(0) 1 for the small elements, 0 for the sequences, 2 for the
-/// point clouds.
+/// point clouds, 3 for the skewed elements.
 std::vector<Tensor<float>> workload_list(int64_t which) {
   if (which == 1) return tbatch_bench::point_sets(100'000, 8, 16, 52);
   if (which == 2) return tbatch_bench::point_sets(2000, 2048, 3, 53);
+  if (which == 3) return skewed_sets(100'000, 64, 16, 54);
   return tbatch_bench::point_sets(1024, 512, 64, 51);
 }
 
@@ -69,7 +83,8 @@ struct Workload {
   index_t padded_bytes() const { return p.data().numel() * index_t(sizeof(float)); }
 };
 
-/// range(0): 1 for the small elements, 0 for the sequences, 2 for the point clouds.
+/// range(0): 1 for the small elements, 0 for the sequences, 2 for the point clouds, 3 for the
+/// skewed elements.
 const Workload& workload(const benchmark::State& state) {
   static std::map<int64_t, std::unique_ptr<Workload>> made;
   auto& w = made[state.range(0)];
@@ -304,13 +319,20 @@ void packed_workloads(benchmark::internal::Benchmark* b) {
   b->Arg(2);
 }
 
-BENCHMARK(BM_memcpy_valid)->Apply(workloads);
-BENCHMARK(BM_sum_tbatch)->Apply(workloads);
-BENCHMARK(BM_sum_plain_loop)->Apply(workloads);
-// Prefetching 16 slots ahead pays on the small slots only (the sequences' slots are 128 KiB).
+/// The two workloads and the skewed elements (small/3).
+void sum_workloads(benchmark::internal::Benchmark* b) {
+  workloads(b);
+  b->Arg(3);
+}
+
+BENCHMARK(BM_memcpy_valid)->Apply(sum_workloads);
+BENCHMARK(BM_sum_tbatch)->Apply(sum_workloads);
+BENCHMARK(BM_sum_plain_loop)->Apply(sum_workloads);
+// Prefetching 16 slots ahead pays on slots of up to 4 KiB only (the sequences' are 128 KiB).
 BENCHMARK(BM_sum_plain_loop_prefetching)
     ->ArgName("small")
     ->Arg(1)
+    ->Arg(3)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_exp_tbatch)->Apply(workloads);

@@ -68,6 +68,10 @@ inline constexpr index_t vector_register_bytes = 16;
 inline constexpr index_t fold_register_bytes = 8 * vector_register_bytes;
 /// Blocks of rows: input slots up to this many bytes apart are prefetched a few blocks ahead.
 inline constexpr index_t prefetch_slot_max_bytes = 4096;
+/// Blocks of rows: the cache lines prefetched from the start of such a slot, whatever its rows.
+inline constexpr index_t prefetch_slot_max_lines = 8;
+/// Blocks of rows: how many blocks ahead of the one computed its inputs are prefetched.
+inline constexpr index_t block_lookahead = 16;
 /// Blocks of short rows: an operand's one row per block (a (B, D) operand) is repeated into a
 /// tile of this many bytes, so that the block is computed in runs of the tile's rows.
 inline constexpr index_t row_tile_bytes = 1024;

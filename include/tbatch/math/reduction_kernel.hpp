@@ -377,12 +377,7 @@ template <Reduction R, class T, index_t dense, bool Mean>
     fold_tall_element<R, T, A, tile>(taller.get(), in, row, rows, width);
     store(0, taller.get(), width);
   };
-  // The fold of constant shape runs far enough ahead of its loads that prefetching the padded
-  // slots only slowed it (docs/benchmarks.md).
-  if constexpr (dense == 0)
-    walk_blocks_prefetching(blocks, fold, prefetch_inputs(blocks, x));
-  else
-    walk_blocks(blocks, fold);
+  walk_blocks_prefetching(blocks, fold, prefetch_inputs(blocks, x));
 }
 
 /// Dense rows of one or two SIMD registers of accumulators (16 floats summed in doubles, say)
