@@ -19,6 +19,7 @@
 #include <benchmark/benchmark.h>
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -201,15 +202,25 @@ void BM_add_tbatch(benchmark::State& state) {
 
 /// Times a plain loop that writes the padded result slot by slot, checked against `want` first:
 /// valid(out, begin, n) writes the slot's n valid values (from offset `begin` in the inputs) and
-/// the rest of the slot is zeroed.
+/// the rest of the slot is zeroed. With `ahead`, the first 512 bytes of each input's slot
+/// `ahead` slots on are prefetched first, as tbatch's kernels prefetch slots of up to 4 KiB.
 template <class Valid>
 void padded_plain_loop(benchmark::State& state, index_t inputs, const Tensor<float>& want,
-                       const Valid& valid) {
+                       const Valid& valid, index_t ahead = 0) {
   const Workload& w = workload(state);
   Tensor<float> out = Tensor<float>::zeros(w.p.data().shape());
   const index_t slot = w.slot_rows * w.width;
+  const index_t prefetched = std::min<index_t>(slot * index_t(sizeof(float)), 512);
   const auto run = [&] {
     for (index_t i = 0; i < w.batch; ++i) {
+      if (ahead > 0 && i + ahead < w.batch)
+        for (const PaddedBatch<float>* input : {&w.p, &w.q}) {
+          if (input == &w.q && inputs < 2) break;
+          const auto* next =
+              reinterpret_cast<const char*>(input->data().data() + (i + ahead) * slot);
+          for (index_t b = 0; b < prefetched; b += 64)
+            __builtin_prefetch(next + b);
+        }
       const index_t begin = i * slot, n = w.lengths[std::size_t(i)] * w.width;
       valid(out.data() + begin, begin, n);
       std::memset(out.data() + begin + n, 0, std::size_t(slot - n) * sizeof(float));
@@ -227,11 +238,20 @@ void padded_plain_loop(benchmark::State& state, index_t inputs, const Tensor<flo
 
 /// The least a padded elementwise op on one input moves: each slot's valid values copied
 /// (memcpy), the rest of the slot zeroed.
-void BM_copy_slots_plain_loop(benchmark::State& state) {
+void copy_slots(benchmark::State& state, index_t ahead) {
   const Workload& w = workload(state);
-  padded_plain_loop(state, 1, w.p.data(), [&](float* out, index_t begin, index_t n) {
-    std::memcpy(out, w.p.data().data() + begin, std::size_t(n) * sizeof(float));
-  });
+  padded_plain_loop(
+      state, 1, w.p.data(),
+      [&](float* out, index_t begin, index_t n) {
+        std::memcpy(out, w.p.data().data() + begin, std::size_t(n) * sizeof(float));
+      },
+      ahead);
+}
+void BM_copy_slots_plain_loop(benchmark::State& state) {
+  copy_slots(state, 0);
+}
+void BM_copy_slots_plain_loop_prefetching(benchmark::State& state) {
+  copy_slots(state, 16);
 }
 
 /// exp(p) as a plain loop: each slot's valid values through Eigen's vectorised exp (the one
@@ -245,14 +265,23 @@ void BM_exp_slots_plain_loop(benchmark::State& state) {
 }
 
 /// The least p + q moves: each slot's valid values of both added, the rest of the slot zeroed.
-void BM_add_slots_plain_loop(benchmark::State& state) {
+void add_slots(benchmark::State& state, index_t ahead) {
   const Workload& w = workload(state);
   const float* a = w.p.data().data();
   const float* b = w.q.data().data();
-  padded_plain_loop(state, 2, (w.p + w.q).data(), [&](float* out, index_t begin, index_t n) {
-    for (index_t k = 0; k < n; ++k)
-      out[k] = a[begin + k] + b[begin + k];
-  });
+  padded_plain_loop(
+      state, 2, (w.p + w.q).data(),
+      [&](float* out, index_t begin, index_t n) {
+        for (index_t k = 0; k < n; ++k)
+          out[k] = a[begin + k] + b[begin + k];
+      },
+      ahead);
+}
+void BM_add_slots_plain_loop(benchmark::State& state) {
+  add_slots(state, 0);
+}
+void BM_add_slots_plain_loop_prefetching(benchmark::State& state) {
+  add_slots(state, 16);
 }
 
 /// packed p - dense: each packed row minus its element's row of dense, D a constant.
@@ -339,8 +368,18 @@ BENCHMARK(BM_exp_tbatch)->Apply(workloads);
 BENCHMARK(BM_sub_dense_tbatch)->Apply(workloads);
 BENCHMARK(BM_exp_slots_plain_loop)->Apply(workloads);
 BENCHMARK(BM_copy_slots_plain_loop)->Apply(workloads);
+BENCHMARK(BM_copy_slots_plain_loop_prefetching)
+    ->ArgName("small")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_add_tbatch)->Apply(workloads);
 BENCHMARK(BM_add_slots_plain_loop)->Apply(workloads);
+BENCHMARK(BM_add_slots_plain_loop_prefetching)
+    ->ArgName("small")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_memcpy_valid)->ArgName("small")->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_sub_dense_packed_tbatch)->Apply(packed_workloads);
 BENCHMARK(BM_sub_dense_packed_plain_loop)->Apply(packed_workloads);

@@ -75,12 +75,15 @@ void softmax_block(bool log, const C* in, index_t in_row, C* out, index_t out_ro
 template <class C>
 void softmax_blocks(bool log, const C* x, C* out, const RowBlocks<2>& blocks) {
   Eigen::Array<C, Eigen::Dynamic, 1> maximum(blocks.width), sum(blocks.width);
-  walk_blocks(blocks, [&](const std::array<index_t, 2>& at, index_t rows) {
-    C* slot = out + at[0];
-    softmax_block(log, x + at[1], blocks.row[1], slot, blocks.row[0], rows, blocks.width, maximum,
-                  sum);
-    blocks.fill_padding(slot, rows);
-  });
+  walk_blocks_prefetching(
+      blocks,
+      [&](const std::array<index_t, 2>& at, index_t rows) {
+        C* slot = out + at[0];
+        softmax_block(log, x + at[1], blocks.row[1], slot, blocks.row[0], rows, blocks.width,
+                      maximum, sum);
+        blocks.fill_padding(slot, rows);
+      },
+      prefetch_inputs(blocks, x));
 }
 
 /// The (log-)softmax of the n values at `in` into `out` (the same array, or one apart).
