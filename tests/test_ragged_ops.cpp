@@ -394,6 +394,36 @@ TEST_CASE("reductions along the ragged dim of many elements match a plain loop",
   check(padded);
 }
 
+TEMPLATE_TEST_CASE(
+    "softmax along the ragged dim of rows of one or two registers matches each "
+    "element's",
+    "[ragged][softmax]", float, double) {
+  using T = TestType;
+  // Rows of one, two and four vector registers (this file is built as for AVX-512) take a kernel
+  // of constant width; the others, and each element's dense softmax (the reference), do not.
+  constexpr index_t simd = 64 / index_t(sizeof(T));
+  std::mt19937 rng(67);
+  for (index_t width : {simd, 2 * simd, 4 * simd, simd + 3}) {
+    INFO("width " << width);
+    std::vector<Tensor<T>> list;
+    for (index_t i = 0; i < 60; ++i) {
+      const index_t rows = i % 17 == 3 ? 40 : index_t(rng() % 6);
+      list.push_back(
+          strided_tensor<T>(Shape{rows, width}, rng, [&] { return random_value<T>(rng, true); }));
+    }
+    for (const bool log : {false, true}) {
+      INFO((log ? "log_softmax" : "softmax"));
+      const auto want = [&](index_t i) {
+        return log ? log_softmax(list[std::size_t(i)], 0) : softmax(list[std::size_t(i)], 0);
+      };
+      const auto got = [&](const auto& x) { return log ? log_softmax(x, 0) : softmax(x, 0); };
+      check_elements(got(list_to_padded(list, poison<T>())), want);
+      check_elements(got(list_to_packed(list)), want);
+      check_elements(got(strided_packed(list, rng)), want);
+    }
+  }
+}
+
 TEST_CASE("cu_seqlens, max_seqlen and packed_from_cu_seqlens", "[ragged][varlen]") {
   const std::vector<Tensor<float>> list = {Tensor<float>({3, 2}, 1.f), Tensor<float>({0, 2}),
                                            Tensor<float>({5, 2}, 2.f)};
