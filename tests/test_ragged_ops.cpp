@@ -395,7 +395,7 @@ TEST_CASE("reductions along the ragged dim of many elements match a plain loop",
 }
 
 TEMPLATE_TEST_CASE(
-    "softmax along the ragged dim of rows of one or two registers matches each "
+    "softmax along the ragged dim of rows of one, two or four registers matches each "
     "element's",
     "[ragged][softmax]", float, double) {
   using T = TestType;

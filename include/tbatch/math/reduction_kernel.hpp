@@ -386,11 +386,10 @@ template <Reduction R, class T, index_t dense, bool Mean>
 template <Reduction R, class T, bool Mean>
 void reduce_shaped_blocks(const RowBlocks<2>& blocks, ReducedOf<R, T>* out, const T* x) {
   constexpr index_t simd = 64 / index_t(sizeof(AccumulatorOf<R, T>));
-  if (blocks.row[1] == blocks.width) {
-    if (blocks.width == simd) return reduce_blocks_of<R, T, simd, Mean>(blocks, out, x);
-    if (blocks.width == 2 * simd) return reduce_blocks_of<R, T, 2 * simd, Mean>(blocks, out, x);
-  }
-  reduce_blocks_of<R, T, 0, Mean>(blocks, out, x);
+  with_constant_width<simd, 1, 2>(blocks.row[1] == blocks.width ? blocks.width : 0,
+                                  [&]<index_t dense>(std::integral_constant<index_t, dense>) {
+                                    reduce_blocks_of<R, T, dense, Mean>(blocks, out, x);
+                                  });
 }
 /// `mean` (a sum divided by each block's row count) applies to floating results only.
 template <Reduction R, class T>

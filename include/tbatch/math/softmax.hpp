@@ -91,11 +91,11 @@ void softmax_blocks_of(bool log, const C* x, C* out, const RowBlocks<2>& blocks)
 
 template <class C>
 void softmax_blocks(bool log, const C* x, C* out, const RowBlocks<2>& blocks) {
-  constexpr int simd = int(vector_register_bytes / index_t(sizeof(C)));
-  if (blocks.width == simd) return softmax_blocks_of<C, simd>(log, x, out, blocks);
-  if (blocks.width == 2 * simd) return softmax_blocks_of<C, 2 * simd>(log, x, out, blocks);
-  if (blocks.width == 4 * simd) return softmax_blocks_of<C, 4 * simd>(log, x, out, blocks);
-  softmax_blocks_of<C, Eigen::Dynamic>(log, x, out, blocks);
+  constexpr index_t simd = vector_register_bytes / index_t(sizeof(C));
+  with_constant_width<simd, 1, 2, 4>(
+      blocks.width, [&]<index_t width>(std::integral_constant<index_t, width>) {
+        softmax_blocks_of<C, width == 0 ? Eigen::Dynamic : int(width)>(log, x, out, blocks);
+      });
 }
 
 /// The (log-)softmax of the n values at `in` into `out` (the same array, or one apart).

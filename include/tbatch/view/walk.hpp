@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <type_traits>
 #include <utility>
 
 #include "tbatch/base/shape.hpp"
@@ -247,6 +248,18 @@ struct RowBlocks {
     return true;
   }
 };
+
+/// Calls fn(std::integral_constant<index_t, W>{}) with W = width when width is `unit` times one of
+/// the multiples `first, rest...` (rows of one or two vector registers, say), so that a blocks
+/// kernel's loops along a row have a constant length; with W = 0 otherwise.
+template <index_t unit, index_t first, index_t... rest, class Fn>
+void with_constant_width(index_t width, Fn&& fn) {
+  if (width == unit * first) return fn(std::integral_constant<index_t, unit * first>{});
+  if constexpr (sizeof...(rest) == 0)
+    fn(std::integral_constant<index_t, 0>{});
+  else
+    with_constant_width<unit, rest...>(width, fn);
+}
 
 /// Prefetches a block of `rows` rows of `width` values of `value_bytes` each (`row` apart, values
 /// `col` apart) from `first`: the first `slot_lines` cache lines of its slot when the block is
